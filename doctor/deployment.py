@@ -1,0 +1,67 @@
+"""The normalized deployment config: what the user asked vLLM to do, whatever it came from.
+
+A `vllm serve ...` command line, a vLLM YAML config, or the `non-default args:` line of a log all
+produce one `DeploymentConfig` (fact ``config.deployment``). Keys use vLLM's Python names
+(underscores: ``max_num_seqs``), values are typed, and every field remembers its source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class SpecConfig:
+    """Speculative decoding as configured (modern `--speculative-config` keys)."""
+
+    method: str | None = None  # "draft_model", "ngram", "eagle", "eagle3", "mtp", "medusa", "suffix", ...
+    model: str | None = None
+    num_speculative_tokens: int | None = None
+    draft_tensor_parallel_size: int | None = None
+    disable_by_batch_size: int | None = None
+    quantization: str | None = None
+    prompt_lookup_max: int | None = None
+    prompt_lookup_min: int | None = None
+    raw: dict[str, Any] = field(default_factory=dict)  # every key as given
+    source: str = ""  # where the spec config was read (e.g. "--cmd", "log.txt:12")
+    legacy: bool = False  # came from removed flags such as --speculative-model
+
+
+@dataclass
+class DeploymentConfig:
+    origin: str  # "cmd" | "yaml" | "log"
+    model: str | None = None
+    args: dict[str, Any] = field(default_factory=dict)  # every normalized argument (underscored names)
+    sources: dict[str, str] = field(default_factory=dict)  # arg name -> source (file:line, "--cmd")
+    speculative: SpecConfig | None = None
+    # Flags as the user wrote them that vLLM removed/renamed ("--speculative-model", ...), with sources.
+    legacy_flags: list[tuple[str, str]] = field(default_factory=list)
+    unknown_flags: list[tuple[str, str]] = field(default_factory=list)
+    temperature: float | None = None
+    program: str | None = None  # "vllm serve" | "python -m vllm.entrypoints.openai.api_server" | ...
+    raw_text: str | None = None  # the original command line / YAML text (redacted on output)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.args.get(key, default)
+
+    def source_of(self, key: str) -> str:
+        return self.sources.get(key, self.origin)
+
+    # Convenience accessors used across checks; None when not configured.
+    @property
+    def tensor_parallel_size(self) -> int:
+        return int(self.args.get("tensor_parallel_size") or 1)
+
+    @property
+    def max_num_seqs(self) -> int | None:
+        v = self.args.get("max_num_seqs")
+        return int(v) if v is not None else None
+
+    @property
+    def num_speculative_tokens(self) -> int | None:
+        return self.speculative.num_speculative_tokens if self.speculative else None
+
+    @property
+    def spec_enabled(self) -> bool:
+        return self.speculative is not None

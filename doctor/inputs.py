@@ -1,0 +1,31 @@
+"""What the user gave us: paths, command lines, URLs and options. Plain data, no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Inputs:
+    logs: list[str] = field(default_factory=list)  # paths, "-" for stdin; .gz allowed
+    cmd: str | None = None  # a `vllm serve ...` / api_server command line
+    config: str | None = None  # vLLM YAML config path
+    target: str | None = None  # model dir or hub id
+    draft: str | None = None
+    vllm_version: str | None = None  # declared version (overrides detection)
+    metrics_urls: list[str] = field(default_factory=list)
+    # A saved earlier /metrics scrape to diff against, instead of scraping twice.
+    metrics_baseline: list[str] = field(default_factory=list)
+    metrics_interval_s: float = 5.0
+    temperature: float | None = None
+    probe: str | None = None  # None | "offline" | "live"
+    server: str | None = None  # OpenAI-compatible server URL for the live probe
+    prompts: str | None = None
+    watch_vram_s: float | None = None
+    allow_download: bool = False
+    timeout_s: float = 30.0  # per-check timeout
+    # Whether the user gave anything to diagnose beyond the local machine.
+    @property
+    def has_deployment(self) -> bool:
+        return bool(self.logs or self.cmd or self.config or self.target or self.draft
+                    or self.metrics_urls or self.metrics_baseline or self.server)

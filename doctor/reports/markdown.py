@@ -1,0 +1,66 @@
+"""Markdown ready to paste into a support ticket."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_ICON = {"error": "🔴", "warning": "🟠", "info": "🔵"}
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render(report: dict[str, Any], **_: Any) -> str:
+    env = report.get("environment", {})
+    counts = report["summary"]["findings"]
+    out = [
+        f"## spec-doctor report — verdict: **{report['verdict']}**",
+        "",
+        f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info · "
+        f"spec-doctor {report['tool']['version']} · {report['generated_at']}",
+        "",
+    ]
+    if env:
+        out += ["<details><summary>Environment</summary>", "", "| | |", "|---|---|"]
+        out += [f"| {_cell(k)} | {_cell(v)} |" for k, v in env.items() if not isinstance(v, (dict, list))]
+        for k, v in env.items():
+            if isinstance(v, list):
+                for i, item in enumerate(v):
+                    out.append(f"| {_cell(k)}[{i}] | {_cell(item)} |")
+            elif isinstance(v, dict):
+                out.append(f"| {_cell(k)} | {_cell(', '.join(f'{a}={b}' for a, b in v.items()))} |")
+        out += ["", "</details>", ""]
+    problems = [f for f in report["findings"] if f["category"] != "healthy"]
+    healthy = [f for f in report["findings"] if f["category"] == "healthy"]
+    if problems:
+        out += ["### Findings (most important first)", ""]
+        for n, f in enumerate(problems, 1):
+            out.append(f"#### {n}. {_ICON.get(f['severity'], '')} {f['title']}")
+            out.append("")
+            out.append(f"`{f['id']}` · category `{f['category']}` · severity **{f['severity']}** · "
+                       f"confidence {f['confidence']:.2f}")
+            if f.get("impact"):
+                out.append(f"\n**Impact:** {f['impact']}")
+            if f["evidence"]:
+                out += ["", "**Evidence**", ""]
+                out += [f"- `{_cell(e['source'])}` — {e['detail']}" for e in f["evidence"]]
+            if f.get("fix"):
+                out += ["", f"**Fix:** {f['fix']['summary']}"]
+                if f["fix"]["commands"]:
+                    out += ["", "```bash", *f["fix"]["commands"], "```"]
+            out.append("")
+    else:
+        out += ["No problems found.", ""]
+    if healthy:
+        out += ["### Checked and fine", ""]
+        out += [f"- {f['title']}" for f in healthy]
+        out.append("")
+    skipped = [c for c in report["checks"] if c["status"] in ("skip", "error")]
+    if skipped:
+        out += ["<details><summary>Checks not run or failed</summary>", ""]
+        out += [f"- `{c['id']}` {c['status']}: {c['reason']}" for c in skipped]
+        out += ["", "</details>", ""]
+    if report.get("errors"):
+        out += ["**Problems while diagnosing:**", ""] + [f"- {e}" for e in report["errors"]] + [""]
+    return "\n".join(out)
