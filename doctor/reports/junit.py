@@ -7,7 +7,6 @@ from typing import Any
 
 
 def render(report: dict[str, Any], **_: Any) -> str:
-    by_id = {f["id"]: f for f in report["findings"]}
     checks = report["checks"]
     failures = errors = skipped = 0
     suite = ET.Element("testsuite", name="spec-doctor")
@@ -20,7 +19,8 @@ def render(report: dict[str, Any], **_: Any) -> str:
         elif c["status"] == "error":
             errors += 1
             ET.SubElement(case, "error", message=c["reason"] or "check failed")
-        found = [by_id[i] for i in c["findings"] if i in by_id]
+        # Ranked order (the report's), so the headline failure is the most important finding.
+        found = [f for f in report["findings"] if f["check"] == c["id"]]
         bad = [f for f in found if f["severity"] in ("error", "warning") and f["category"] != "healthy"]
         if bad:
             failures += 1

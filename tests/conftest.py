@@ -1,0 +1,34 @@
+"""Shared test helpers. Tests read only the repository (fixtures/), never ../shared."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "fixtures"
+CASES = FIXTURES / "cases"
+
+
+def run_cli(*args: str, stdin: str | None = None, env: dict | None = None, timeout: float = 120):
+    """Run the real console entry point in a subprocess (as a user would)."""
+    full_env = dict(os.environ)
+    full_env.pop("SPEC_DOCTOR_DEBUG", None)
+    if env:
+        full_env.update(env)
+    return subprocess.run([sys.executable, "-m", "spec_doctor", *args], input=stdin, capture_output=True,
+                          text=True, env=full_env, timeout=timeout, cwd=str(REPO))
+
+
+@pytest.fixture
+def cli():
+    return run_cli
+
+
+def load_case(case_dir: Path) -> dict:
+    return json.loads((case_dir / "inputs.json").read_text())

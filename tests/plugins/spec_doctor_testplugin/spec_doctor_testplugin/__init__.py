@@ -1,0 +1,1 @@
+"""A minimal third-party spec-doctor plugin (tests only)."""
