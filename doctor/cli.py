@@ -31,7 +31,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-FORMATS = ("console", "json", "markdown", "junit", "github")
+FORMATS = ("console", "json", "markdown", "junit", "github", "html")
 
 
 def _err(msg: str) -> None:
@@ -98,10 +98,15 @@ def check_cmd(
     allow_download: bool = typer.Option(False, "--allow-download", help="Allow downloading models from the hub."),
     only: List[str] = typer.Option([], "--only", help="Run only this check id or id prefix (repeatable)."),
     skip: List[str] = typer.Option([], "--skip", help="Skip this check id or id prefix (repeatable)."),
-    fmt: str = typer.Option("console", "--format", "-f", help="console|json|markdown|junit|github."),
+    fmt: str = typer.Option("console", "--format", "-f", help="console|json|markdown|junit|github|html."),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the report to this file."),
     fail_on: str = typer.Option("error", "--fail-on", help="error|warning|info|never: exit 1 at or above."),
     no_redact: bool = typer.Option(False, "--no-redact", help="Do not redact secrets in the report."),
+    bundle: Optional[str] = typer.Option(None, "--bundle", help="Also write a support bundle (zip) here."),
+    baseline: Optional[str] = typer.Option(None, "--baseline",
+                                           help="Earlier JSON report: only findings not in it count."),
+    ignore_file: Optional[str] = typer.Option(None, "--ignore-file",
+                                              help="Ignore file (default: ./.spec-doctor.toml if present)."),
     timeout: float = typer.Option(30.0, "--timeout", help="Per-check timeout in seconds."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show all evidence lines."),
 ) -> None:
@@ -135,13 +140,26 @@ def check_cmd(
                     metrics_baseline=list(metrics_file), metrics_interval_s=metrics_interval,
                     temperature=temperature, probe=probe, server=server, prompts=prompts,
                     watch_vram_s=watch_vram, allow_download=allow_download, timeout_s=timeout)
+    from .gating import DEFAULT_IGNORE_FILE, baseline_keys, load_ignore_file
+
+    if ignore_file is None and Path(DEFAULT_IGNORE_FILE).is_file():
+        ignore_file = DEFAULT_IGNORE_FILE
+    ignores = load_ignore_file(ignore_file) if ignore_file else []
+    base = baseline_keys(baseline) if baseline else None
     diag = diagnose(inputs, only=only, skip=skip)
     if diag.input_errors:
         raise InputError(diag.input_errors[0])
+    diag.gate(ignores, base)
     report = diag.to_dict(redact_secrets=not no_redact)
     render = reports.renderer(fmt)
     color = fmt == "console" and output is None and sys.stdout.isatty()
     _write_output(render(report, color=color, verbose=verbose), output)
+    if bundle:
+        from .bundle import write_bundle
+
+        write_bundle(bundle, report, markdown=reports.renderer("markdown")(report), store=diag.store,
+                     inputs=inputs, argv=["spec-doctor", *sys.argv[1:]], redact_personal=not no_redact)
+        print(f"spec-doctor: support bundle written to {bundle}", file=sys.stderr)
     raise typer.Exit(exit_code(diag.findings, fail_on, assessed=diag.assessed))
 
 
@@ -208,7 +226,10 @@ def explain_cmd(ident: str = typer.Argument(..., metavar="ID", help="A check id 
 
 # Sub-commands contributed by feature modules register themselves on `app` here.
 # (Keep one line per module; each module defines its own command(s).)
-_COMMAND_MODULES: list[str] = []
+_COMMAND_MODULES: list[str] = [
+    "spec_doctor.cli_compare",
+    "spec_doctor.cli_vram",
+]
 
 
 def _load_command_modules() -> None:

@@ -31,18 +31,51 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
 ]
 
 
-def redact_text(text: str) -> str:
+# Personal data, redacted in support bundles (they leave the machine): e-mail addresses, the user name in
+# home-directory paths, this machine's host names and the host part of non-loopback URLs.
+_EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")
+_HOME = re.compile(r"(/home/|/Users/|\\Users\\|/var/home/)([^/\\\s'\"]+)")
+_URL_HOST = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)(\[REDACTED\]@)?([A-Za-z0-9.-]+|\[[0-9a-fA-F:]+\])")
+_LOOPBACK = {"localhost", "127.0.0.1", "[::1]", "0.0.0.0", "[REDACTED]", "[HOST]"}
+
+
+def _local_host_names() -> set[str]:
+    import socket
+
+    names = set()
+    try:
+        names.add(socket.gethostname())
+        names.add(socket.getfqdn())
+    except OSError:
+        pass
+    return {n for n in names if n and n not in _LOOPBACK and n != "localhost.localdomain"}
+
+
+def redact_text(text: str, *, personal: bool = False) -> str:
     for pattern, repl in _PATTERNS:
         text = pattern.sub(repl, text)
+    if personal:
+        text = _EMAIL.sub("[EMAIL]", text)
+        text = _HOME.sub(lambda m: m.group(1) + "[USER]", text)
+
+        def url_host(m: re.Match[str]) -> str:
+            host = m.group(3)
+            if host in _LOOPBACK or host.startswith("127."):
+                return m.group(0)
+            return m.group(1) + (m.group(2) or "") + "[HOST]"
+
+        text = _URL_HOST.sub(url_host, text)
+        for name in sorted(_local_host_names(), key=len, reverse=True):
+            text = re.sub(r"(?<![A-Za-z0-9-])" + re.escape(name) + r"(?![A-Za-z0-9-])", "[HOST]", text)
     return text
 
 
-def redact(obj: Any) -> Any:
+def redact(obj: Any, *, personal: bool = False) -> Any:
     """Redact every string inside a JSON-like structure (dict keys are kept)."""
     if isinstance(obj, str):
-        return redact_text(obj)
+        return redact_text(obj, personal=personal)
     if isinstance(obj, dict):
-        return {k: redact(v) for k, v in obj.items()}
+        return {k: redact(v, personal=personal) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [redact(v) for v in obj]
+        return [redact(v, personal=personal) for v in obj]
     return obj

@@ -30,6 +30,19 @@ class Diagnosis:
     load_errors: list[str] = field(default_factory=list)
     input_errors: list[str] = field(default_factory=list)
     duration_s: float = 0.0
+    # Findings taken out by the ignore file or the baseline (still shown, never counted).
+    suppressed: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def gate(self, ignores: Any = (), baseline: Any = None) -> None:
+        """Apply the ignore file and baseline; verdict and exit code then use what is left."""
+        from .gating import apply_gates
+
+        result = apply_gates(self.findings, ignores=list(ignores), baseline=baseline)
+        self.findings = result.kept
+        self.suppressed = result.suppressed
+        self.notes = result.notes
+        self.verdict = verdict(self.findings, self.results)
 
     @property
     def assessed(self) -> bool:
@@ -57,6 +70,10 @@ class Diagnosis:
             "facts": self.store.collected(),
             "errors": self.load_errors + self.input_errors,
         }
+        if self.suppressed:
+            report["suppressed"] = self.suppressed
+        if self.notes:
+            report["notes"] = self.notes
         extras = self.store.maybe("report.sections")
         if isinstance(extras, dict) and extras:
             report["sections"] = extras

@@ -34,3 +34,26 @@ def vllm_version(store: FactStore) -> Sourced:
         except InvalidVersion:
             continue
     raise FactUnavailable("vLLM version unknown (pass --vllm-version, a log with the banner, or install vLLM)")
+
+
+# Facts that summarise an area with numbers worth showing, comparing and plotting. Each becomes
+# `report["sections"][name]` when it was collected (or can be collected cheaply) in this run.
+SECTION_FACTS = {
+    "logs": "logs.summary",
+    "metrics": "metrics.summary",
+    "memory": "memory.budget",
+    "vram": "vram.samples",
+    "probe": "probe.result",
+}
+
+
+@provides("report.sections")
+def report_sections(store: FactStore) -> dict:
+    from ..jsonable import jsonable
+
+    sections = {}
+    for name, fact in SECTION_FACTS.items():
+        value = store.maybe(fact)
+        if value is not None:
+            sections[name] = jsonable(value)
+    return sections

@@ -15,6 +15,7 @@ BUILTIN = {
     "markdown": "spec_doctor.reports.markdown",
     "junit": "spec_doctor.reports.junit",
     "github": "spec_doctor.reports.github",
+    "html": "spec_doctor.reports.html",
 }
 
 FORMAT_ENTRY_POINT_GROUP = "spec_doctor.formats"

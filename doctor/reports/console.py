@@ -63,6 +63,10 @@ def render(report: dict[str, Any], *, color: bool = False, width: int | None = N
         con.print()
         con.print(f"[dim]{len(not_run)} check(s) not run or failed:[/]")
         con.print(table)
+    for x in report.get("suppressed", []):
+        con.print(f"[dim]suppressed ({x['by']}): {x['id']} — {escape(x['reason'])}[/]")
+    for note in report.get("notes", []):
+        con.print(f"[yellow]note:[/] {escape(note)}")
     for err in report.get("errors", []):
         con.print(f"[red]problem:[/] {escape(err)}")
     return buf.getvalue()

@@ -56,6 +56,13 @@ def render(report: dict[str, Any], **_: Any) -> str:
         out += ["### Checked and fine", ""]
         out += [f"- {f['title']}" for f in healthy]
         out.append("")
+    if report.get("suppressed"):
+        out += ["<details><summary>Suppressed (ignore file / baseline)</summary>", ""]
+        out += [f"- `{x['id']}` ({x['severity']}) {x['title']} — {x['by']}: {x['reason']}"
+                for x in report["suppressed"]]
+        out += ["", "</details>", ""]
+    for note in report.get("notes", []):
+        out += [f"> **Note:** {note}", ""]
     skipped = [c for c in report["checks"] if c["status"] in ("skip", "error")]
     if skipped:
         out += ["<details><summary>Checks not run or failed</summary>", ""]
