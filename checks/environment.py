@@ -197,7 +197,8 @@ def _judge_python(facts: Mapping[str, Any]) -> list[Finding]:
         impact_score=0.8, data={"python": py["version"], "requires_python": spec, "subject": subject})]
 
 
-@check("env.python", categories=[VERSION], needs=["env.python"], wants=["env.vllm_install", "vllm.version"],
+@check("env.python", categories=[VERSION], needs=["env.python"],
+       wants=["env.vllm_install", "vllm.version", "env.scope"],
        findings={"env.python.unsupported": "this Python is outside the vLLM release's Requires-Python"},
        sources=["https://pypi.org/project/vllm/"])
 def python_check(facts: Mapping[str, Any]) -> list[Finding]:
@@ -210,6 +211,11 @@ def python_check(facts: Mapping[str, Any]) -> list[Finding]:
 
 
 # -- the vLLM install ---------------------------------------------------------------------------------------
+def _gpu_expected_here(plat: Mapping[str, Any]) -> bool:
+    """Linux or WSL2 with /dev/dxg; elsewhere env.platform already explains why there is no GPU."""
+    return plat.get("os") == "linux" and plat.get("wsl_version") != 1 or (plat.get("os") == "wsl2" and bool(plat.get("dxg")))
+
+
 def _judge_install(facts: Mapping[str, Any]) -> list[Finding]:
     install = facts.get("env.vllm_install")
     if not install:
@@ -257,7 +263,7 @@ def _judge_install(facts: Mapping[str, Any]) -> list[Finding]:
             fix=Fix("Install the CUDA build of vLLM",
                     (f"pip uninstall -y {install.get('dist')}", "uv pip install vllm --torch-backend=auto")),
             impact="vLLM cannot use these GPUs", impact_score=0.9, data={"build": build}))
-    elif build == "cuda" and not gpus and facts.get("env.platform", {}).get("os") in ("linux", "wsl2"):
+    elif build == "cuda" and not gpus and _gpu_expected_here(facts.get("env.platform") or {}):
         scope = facts.get("env.scope") or {}
         # Reading someone's logs on a GPU-less laptop is normal; a bare `check` here means "this box".
         sev = Severity.INFO if scope.get("has_deployment") else Severity.WARNING
@@ -376,7 +382,7 @@ def _judge_torch(facts: Mapping[str, Any]) -> list[Finding]:
     return out
 
 
-@check("env.torch", categories=[VERSION], needs=["env.vllm_install"], wants=["env.torch"],
+@check("env.torch", categories=[VERSION], needs=["env.vllm_install"], wants=["env.torch", "env.scope"],
        findings={"env.torch.missing": "vLLM is installed without torch",
                  "env.torch.pin-mismatch": "installed torch differs from the version vLLM pins",
                  "env.torch.backend-mismatch": "CUDA/ROCm vLLM build with a torch of another backend (e.g. +cpu)",
@@ -439,7 +445,8 @@ def _judge_driver(facts: Mapping[str, Any]) -> list[Finding]:
               "min_driver": floor[0] if floor else None})]
 
 
-@check("env.driver", categories=[VERSION], needs=["env.vllm_install", "nvml.snapshot"], wants=["env.torch"],
+@check("env.driver", categories=[VERSION], needs=["env.vllm_install", "nvml.snapshot"],
+       wants=["env.torch", "env.scope"],
        findings={"env.driver.too-old": "the NVIDIA driver cannot run the CUDA major vLLM/torch were built with"},
        sources=["https://docs.nvidia.com/deploy/cuda-compatibility/",
                 "https://docs.nvidia.com/cuda/archive/13.0.0/cuda-toolkit-release-notes/index.html#cuda-driver"])
@@ -524,7 +531,8 @@ def _judge_gpu(facts: Mapping[str, Any]) -> list[Finding]:
     return out
 
 
-@check("env.gpu", categories=[PLATFORM, VERSION], needs=["nvml.snapshot", "env.vllm_install"], wants=["env.torch"],
+@check("env.gpu", categories=[PLATFORM, VERSION], needs=["nvml.snapshot", "env.vllm_install"],
+       wants=["env.torch", "env.scope"],
        findings={"env.gpu.cc-too-old": "a GPU's compute capability is below what this vLLM/CUDA/torch build targets",
                  "env.gpu.needs-newer-cuda": "a GPU (e.g. Blackwell) needs a newer CUDA than vLLM/torch were built with"},
        sources=["https://raw.githubusercontent.com/vllm-project/vllm/v0.21.0/docs/getting_started/installation/gpu.cuda.inc.md",

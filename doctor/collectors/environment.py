@@ -335,8 +335,10 @@ def detect_vllm_install(paths: Iterable[str] | None = None) -> dict[str, Any] | 
             linked += [lib for lib in needed if lib not in linked]
     build = classify_build(dist_name, version_text, linked)
     default_cuda = None
-    if build["build"] == "cuda" and build["cuda"] is None and _norm(dist_name) == "vllm":
-        from ..compat import vllm_row
+    from ..compat import cuda_from_tag, vllm_row
+
+    # An untagged PyPI wheel is the release's default CUDA; a tag that the binary contradicts is not.
+    if build["build"] == "cuda" and cuda_from_tag(version_text) is None and _norm(dist_name) == "vllm":
 
         row = vllm_row(version_text)
         if row and row.get("default_cuda") and int(row["default_cuda"].split(".")[0]) == build["cuda_major"]:
