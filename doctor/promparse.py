@@ -146,13 +146,18 @@ def parse_metrics_text(text: str, source: str = "text", taken_at: float | None =
             for s in fam.samples:
                 if s.name.endswith("_created"):
                     continue  # a timestamp, not a count (vLLM V1, prometheus_client >= 0.4)
-                samples.append(Sample(s.name, tuple(sorted(s.labels.items())), float(s.value)))
+                samples.append(Sample(_vllm_name(s.name), tuple(sorted(s.labels.items())), float(s.value)))
     except (ValueError, TypeError, IndexError, KeyError) as exc:
         first = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
         raise MetricsFormatError(f"{source}: not Prometheus metrics ({first})") from None
     if not samples:
         raise MetricsFormatError(f"{source}: holds no Prometheus samples")
     return MetricsSnapshot(source=source, samples=samples, taken_at=taken_at, types=types)
+
+
+def _vllm_name(name: str) -> str:
+    # prometheus_client's OpenMetrics writer escapes ':' to '_' (vllm_spec_decode_...); use one spelling.
+    return "vllm:" + name[5:] if name.startswith("vllm_") else name
 
 
 def _is_openmetrics(text: str) -> bool:
