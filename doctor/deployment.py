@@ -26,6 +26,11 @@ class SpecConfig:
     raw: dict[str, Any] = field(default_factory=dict)  # every key as given
     source: str = ""  # where the spec config was read (e.g. "--cmd", "log.txt:12")
     legacy: bool = False  # came from removed flags such as --speculative-model
+    # How `method` was decided: "explicit" (the user wrote it), "engine" (vLLM's own engine-config line
+    # says so), or the inference rule vLLM applies when no method is given ("inferred: ...").
+    method_origin: str = "explicit"
+    enforce_eager: bool | None = None
+    max_model_len: int | None = None
 
 
 @dataclass
@@ -41,6 +46,12 @@ class DeploymentConfig:
     temperature: float | None = None
     program: str | None = None  # "vllm serve" | "python -m vllm.entrypoints.openai.api_server" | ...
     raw_text: str | None = None  # the original command line / YAML text (redacted on output)
+    env: dict[str, str] = field(default_factory=dict)  # leading VAR=value assignments (VLLM_USE_V1=1)
+    written: dict[str, str] = field(default_factory=dict)  # arg name -> flag as written ("-tp", "--x.y")
+    # Where --cmd / --config and the log disagree: [{"key", "given", "log", "log_source"}].
+    conflicts: list[dict[str, Any]] = field(default_factory=list)
+    # Other configurations seen (e.g. the log's, when --cmd wins), for reference.
+    alternates: list["DeploymentConfig"] = field(default_factory=list)
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.args.get(key, default)
@@ -51,12 +62,18 @@ class DeploymentConfig:
     # Convenience accessors used across checks; None when not configured.
     @property
     def tensor_parallel_size(self) -> int:
-        return int(self.args.get("tensor_parallel_size") or 1)
+        try:
+            return int(self.args.get("tensor_parallel_size") or 1)
+        except (TypeError, ValueError):
+            return 1
 
     @property
     def max_num_seqs(self) -> int | None:
         v = self.args.get("max_num_seqs")
-        return int(v) if v is not None else None
+        try:
+            return int(v) if v is not None else None
+        except (TypeError, ValueError):
+            return None
 
     @property
     def num_speculative_tokens(self) -> int | None:
