@@ -13,7 +13,7 @@ from packaging.specifiers import SpecifierSet
 from spec_doctor.collectors.models import DRAFT_MODEL, HEAD, ModelInfo, PairInfo, knowledge
 from spec_doctor.model import Category, Evidence, Finding, Fix, Severity
 from spec_doctor.registry import check
-from spec_doctor.vocab import COMPATIBLE, IDENTICAL, INCOMPATIBLE
+from spec_doctor.vocab import IDENTICAL, INCOMPATIBLE
 
 VOCAB_SOURCES = [
     "https://github.com/vllm-project/vllm/blob/v0.9.2/vllm/spec_decode/spec_decode_worker.py",
@@ -31,7 +31,9 @@ def _version(facts: Mapping[str, Any]) -> Any:
 def _b(n: int | None) -> str:
     if n is None:
         return "?"
-    return f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.0f}M"
+    if n >= 1e9:
+        return f"{n / 1e9:.2f}B"
+    return f"{n / 1e6:.0f}M" if n >= 1e7 else f"{n / 1e6:.2f}M"
 
 
 def _param_evidence(m: ModelInfo) -> Evidence:
@@ -93,7 +95,7 @@ def _version_behaviour(version: Any) -> str:
            "pair.vocab.ids-differ": "draft and target tokenizers map tokens to different ids",
            "pair.vocab.padding": "same tokenizer, but config.json vocab_size differs (padded embeddings): vLLM refuses the pair",
            "pair.vocab.size-differs": "config.json vocab_size differs; the tokenizers could not be compared",
-           "pair.vocab.added-tokens": "one tokenizer has extra tokens at the end; the shared ids agree",
+           "pair.vocab.added-tokens": "added/special tokens differ (extra tokens at the end, or different ones); the base ids agree",
            "pair.vocab.special-tokens": "bos/eos/pad/unk ids differ between draft and target",
            "pair.vocab.normalizer": "same ids, but the normalizer or pre-tokenizer differs",
            "pair.vocab.chat-template": "the chat templates differ",
@@ -194,6 +196,14 @@ def vocab_check(facts: Mapping[str, Any]) -> list[Finding]:
             fix=Fix("Nothing to change unless those tokens occur in your traffic (the draft cannot predict "
                     "tokens it does not know).", ()),
             impact="small: only positions with the extra tokens lose acceptance", impact_score=0.1, data=data))
+    if cmp_.added_diff and not cmp_.prefix:
+        out.append(Finding(
+            id="pair.vocab.added-tokens", category=Category.VOCAB_MISMATCH, severity=Severity.WARNING,
+            confidence=0.85, title=f"The base vocabularies agree, but {cmp_.added_diff} added/special token(s) differ",
+            evidence=(tok_ev,),
+            fix=Fix("Use a draft trained with the target's added/special tokens (same family and chat format).", ()),
+            impact="the draft misses positions where those tokens occur (turn ends, tool calls)",
+            impact_score=0.3, data=data))
     if cmp_.special_diffs:
         desc = "; ".join(f"{s['role']}: target {s['target_id']} ({s['target_token']!r}), "
                          f"draft {s['draft_id']} ({s['draft_token']!r})" for s in cmp_.special_diffs)
@@ -225,7 +235,7 @@ def vocab_check(facts: Mapping[str, Any]) -> list[Finding]:
                                f"({d.tokenizer.chat_template_source if d.tokenizer and d.tokenizer.chat_template_source else 'none'})"),),
             fix=Fix("Prefer a draft tuned for the same chat format (e.g. an -Instruct draft for an -Instruct target).", ()),
             impact="acceptance drops on the first tokens of each answer", impact_score=0.2, data=data))
-    if pair.verdict == IDENTICAL and not cmp_.special_diffs and not out:
+    if pair.verdict == IDENTICAL and t.vocab_size and t.vocab_size == d.vocab_size and not out:
         out.append(Finding(
             id="pair.vocab.identical", category=Category.HEALTHY, severity=Severity.INFO, confidence=0.95,
             title=f"Draft and target share the vocabulary: {cmp_.common} tokens with the same ids, "

@@ -66,6 +66,7 @@ class VocabComparison:
     only_draft: int
     prefix: str | None  # "draft-extends-target" | "target-extends-draft" | None
     extra_added_only: bool  # the extra tokens of the longer one are all added tokens
+    added_diff: int  # differences confined to added/special tokens (base vocabularies agree)
     examples: list[dict[str, Any]]  # first differing tokens: {"token", "target_id", "draft_id"}
     special_diffs: list[dict[str, Any]]  # {"role", "target_id", "draft_id", "target_token", "draft_token"}
     normalizer_differs: bool
@@ -81,7 +82,7 @@ class VocabComparison:
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in (
             "verdict", "target_size", "draft_size", "common", "same_id", "diff_id", "only_target",
-            "only_draft", "prefix", "extra_added_only", "examples", "special_diffs", "normalizer_differs",
+            "only_draft", "prefix", "extra_added_only", "added_diff", "examples", "special_diffs", "normalizer_differs",
             "pre_tokenizer_differs", "chat_template_differs", "target_source", "draft_source")}
 
 
@@ -403,8 +404,17 @@ def compare(target: Vocab, draft: Vocab, max_examples: int = 5) -> VocabComparis
         t_inv = {v: k for k, v in t_map.items()}
         clashes = sorted((v, k) for k, v in d_map.items() if v in t_inv and t_inv[v] != k)[:max_examples]
         examples = [{"id": v, "target_token": t_inv[v], "draft_token": k} for v, k in clashes]
+    added_diff = 0
     if diff or id_clash or (only_t and only_d):
-        verdict = INCOMPATIBLE
+        # Differences confined to added/special tokens while the base vocabulary agrees: the ordinary
+        # text ids line up, only the special positions differ.
+        base_t = {k: v for k, v in t_map.items() if k not in target.added}
+        base_d = {k: v for k, v in d_map.items() if k not in draft.added}
+        if base_t and base_t == base_d:
+            verdict = COMPATIBLE
+            added_diff = len(diff) + id_clash + only_t + only_d
+        else:
+            verdict = INCOMPATIBLE
     elif prefix:
         verdict = COMPATIBLE
     else:
@@ -422,7 +432,7 @@ def compare(target: Vocab, draft: Vocab, max_examples: int = 5) -> VocabComparis
     return VocabComparison(
         verdict=verdict, target_size=target.size, draft_size=draft.size, common=common, same_id=same,
         diff_id=len(diff) + id_clash, only_target=only_t, only_draft=only_d, prefix=prefix,
-        extra_added_only=extra_added_only, examples=examples, special_diffs=special_diffs,
+        extra_added_only=extra_added_only, added_diff=added_diff, examples=examples, special_diffs=special_diffs,
         normalizer_differs=comparable and target.normalizer != draft.normalizer,
         pre_tokenizer_differs=comparable and target.pre_tokenizer != draft.pre_tokenizer,
         chat_template_differs=None if (t_tpl is None and d_tpl is None) else t_tpl != d_tpl,
