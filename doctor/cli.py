@@ -81,6 +81,7 @@ def _write_output(text: str, output: Optional[str]) -> None:
 def check_cmd(
     log: List[str] = typer.Option([], "--log", help="vLLM log file (repeatable; '-' for stdin; .gz works)."),
     cmd: Optional[str] = typer.Option(None, "--cmd", help="The `vllm serve ...` command line."),
+    cmd_file: Optional[str] = typer.Option(None, "--cmd-file", help="Read the command line from this file."),
     config: Optional[str] = typer.Option(None, "--config", help="vLLM YAML config file."),
     target: Optional[str] = typer.Option(None, "--target", help="Target model (directory or hub id)."),
     draft: Optional[str] = typer.Option(None, "--draft", help="Draft model (directory or hub id)."),
@@ -133,6 +134,16 @@ def check_cmd(
         _check_file(path, "metrics file")
     if config:
         _check_file(config, "config file")
+    if cmd_file:
+        if cmd:
+            raise InputError("give either --cmd or --cmd-file, not both")
+        _check_file(cmd_file, "command file")
+        try:
+            cmd = Path(cmd_file).read_text(encoding="utf-8", errors="replace").strip()
+        except OSError as exc:
+            raise InputError(f"cannot read command file '{cmd_file}': {exc.strerror or exc}") from None
+        if not cmd:
+            raise InputError(f"command file '{cmd_file}' is empty")
     if prompts:
         _check_file(prompts, "prompt file")
     inputs = Inputs(logs=list(log), cmd=cmd, config=config, target=target, draft=draft,
@@ -229,6 +240,7 @@ def explain_cmd(ident: str = typer.Argument(..., metavar="ID", help="A check id 
 _COMMAND_MODULES: list[str] = [
     "spec_doctor.cli_compare",
     "spec_doctor.cli_vram",
+    "spec_doctor.cli_fix",
 ]
 
 
