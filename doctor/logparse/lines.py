@@ -1,0 +1,320 @@
+"""One log record -> typed values. Pure functions of a string (no I/O), fuzzed by tests.
+
+Formats are those vLLM has printed from 0.4 to 0.33 (verbatim format strings and the release ranges are
+in vllm-signals.md §2-§6, cited per regex below as `file@version-range`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# The generic header (vllm/logger.py _FORMAT, every release): optional custom/docker prefix, optional
+# process tag `(APIServer pid=1)`, level, `%m-%d %H:%M:%S`, `[file:line]` (no `[` before 0.8.0).
+_HEADER = re.compile(
+    r"(?P<custom>.*?)(?:\((?P<proc>[\w\-.]+) pid=(?P<pid>\d+)(?:, ip=[^)]*)?\)\s+)?"
+    r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+(?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)?\s+"
+    r"\[?(?P<file>[^\s\]]+?):(?P<lineno>\d+)\]\s(?P<msg>.*)")
+# Where a second record starts inside one physical line (two records glued together).
+_HEADER_START = re.compile(
+    r"(?:\([\w\-.]+ pid=\d+(?:, ip=[^)]*)?\)\s+)?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d")
+_DOCKER = re.compile(r"^([\w.\-]+)\s+\|\s")
+_TAG = re.compile(r"\((?P<proc>[\w\-.]+) pid=(?P<pid>\d+)(?:, ip=[^)]*)?\)")
+
+_NUM = r"(nan|-?[\d.]+(?:e[-+]?\d+)?)"
+# vllm/engine/metrics.py@v0.4.1-0.9.2 (0.4.1-0.5.2 print "tokens tokens").
+SPEC_V0 = re.compile(
+    r"Speculative metrics: Draft acceptance rate: " + _NUM + r", System efficiency: " + _NUM +
+    r", Number of speculative tokens: (\d+), Number of accepted tokens: (\d+), "
+    r"Number of draft tokens(?: tokens)?: (\d+), Number of emitted tokens(?: tokens)?: (\d+)")
+# vllm/v1/spec_decode/metrics.py@v0.8.3-0.8.4
+SPEC_V1A = re.compile(r"SpecDecoding metrics: Draft acceptance rate: " + _NUM +
+                      r"%, Accepted: (\d+) tokens, Drafted: (\d+) tokens(?!, Per)")
+# @v0.8.5-0.10.1.1
+SPEC_V1B = re.compile(r"SpecDecoding metrics: Draft acceptance rate: " + _NUM + r"%, Mean acceptance length: "
+                      + _NUM + r", Accepted: (\d+) tokens, Drafted: (\d+) tokens"
+                      r"(?:, Per-position acceptance rate: ?([\d., na]*))?")
+# @v0.10.2-0.33.0
+SPEC_V1C = re.compile(r"SpecDecoding metrics: Mean acceptance length: " + _NUM + r", Accepted throughput: " + _NUM
+                      + r" tokens/s, Drafted throughput: " + _NUM + r" tokens/s, Accepted: (\d+) tokens, "
+                      r"Drafted: (\d+) tokens(?:, Per-position acceptance rate: ?([\d., na]*?)"
+                      r"(?:, Avg Draft acceptance rate: " + _NUM + r"%)?)?\s*$")
+SPEC_V0_TIMES = re.compile(r"SpecDecodeWorker stage times: average_time_per_proposal_tok_ms=([\d.]+) "
+                           r"scoring_time_ms=([\d.]+) verification_time_ms=([\d.]+)")
+
+# Periodic stats, vllm/engine/metrics.py (V0) and vllm/v1/metrics/loggers.py (V1): parsed field by field
+# because the V1 line is composed from optional parts (0.11.1+) and may be cut anywhere.
+STATS_ANCHOR = re.compile(r"(?:(?:Engine (\d+)|(\d+) Engines Aggregated): )?Avg prompt throughput: ")
+_STATS_FIELDS = {
+    "prompt_tps": re.compile(r"Avg prompt throughput: " + _NUM + " tokens/s"),
+    "gen_tps": re.compile(r"Avg generation throughput: " + _NUM + " tokens/s"),
+    "running": re.compile(r"Running: (\d+) reqs"),
+    "waiting": re.compile(r"(?:Waiting|Pending): (\d+) reqs"),
+    "swapped": re.compile(r"Swapped: (\d+) reqs"),
+    "preemptions": re.compile(r"Preemptions: (\d+)"),
+    "kv_usage": re.compile(r"(?:GPU|\w+) KV cache usage: " + _NUM + "%"),
+    "cpu_kv_usage": re.compile(r"CPU KV cache usage: " + _NUM + "%"),
+    "prefix_hit": re.compile(r"(?<!External )(?<!MM )Prefix cache hit rate: " + _NUM + "%"),
+}
+# V0 separate line, vllm/engine/metrics.py@v0.5.5-0.10.2
+PREFIX_V0 = re.compile(r"Prefix cache hit rate: GPU: " + _NUM + r"%, CPU: " + _NUM + "%")
+# V0 preemption, vllm/core/scheduler.py@v0.4.3-0.10.2 (rate-limited: #1, #51, ...)
+PREEMPT_V0 = re.compile(r"is preempted by (PreemptionMode\.\w+|\w+) mode because there is not enough KV cache space"
+                        r".*?(?:total_num_cumulative_preemption=(\d+))?$")
+
+# Start-up lines (§4.2, §6.1)
+VERSION_PATTERNS = (
+    re.compile(r"vLLM API server version ([\w.+\-]+)"),
+    re.compile(r"vLLM server version ([\w.+\-]+)"),
+    re.compile(r"Initializing an? (?:V[01] )?LLM engine \(v([\w.+\-]+)\)"),
+    re.compile(r"^vLLM Version\s*:\s*([\d][\w.+\-]*)"),
+)
+ENGINE_INIT = re.compile(r"Initializing (?:an? )?(V0 |V1 )?LLM engine \(v[\w.+\-]+\) with config: (.*)")
+NON_DEFAULT_ARGS = re.compile(r"non-default args: (\{.*)")
+ARGS_NAMESPACE = re.compile(r"^args: (Namespace\(.*)")
+SPEC_CONFIG_REPR = re.compile(
+    r"speculative_config=SpeculativeConfig\((?:method='?(?P<method>[\w\-]+)'?, )?"
+    r"(?:draft_)?model='?(?P<model>[^',)]*)'?, num_spec_tokens=(?P<k>\d+)\)")
+STARTUP = {
+    # name -> (regex, converter); the first group is the value.
+    "gpu_kv_cache_tokens": (re.compile(r"(?:GPU|CPU|XPU|TPU|HPU|NPU|[\w +]+) KV cache size: ([\d,]+) tokens"), "int"),
+    "max_concurrency": (re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x"), "concurrency"),
+    "available_kv_memory_gib": (re.compile(r"Available KV cache memory: ([\d.]+) ?GiB"), "float"),
+    "model_weights_gib": (re.compile(r"Model loading took ([\d.]+) ?GiB(?: memory)? and ([\d.]+) seconds"), "float"),
+    "gpu_blocks": (re.compile(r"# (?:GPU|CUDA|cuda|\w+) blocks: (\d+)"), "int"),
+    "cpu_blocks": (re.compile(r"# CPU blocks: (\d+)"), "int"),
+    "graph_capture_gib": (re.compile(r"Graph capturing finished in \d+ secs?, took ([\d.]+) GiB"), "float"),
+    "memory_profile_non_kv_gib": (re.compile(r"Total non KV cache memory: ([\d.]+) ?GiB"), "float"),
+    "memory_profile_torch_peak_gib": (re.compile(r"torch peak memory increase: ([\d.]+) ?GiB"), "float"),
+    "memory_profile_weights_gib": (re.compile(r"weights memory: ([\d.]+) ?GiB"), "float"),
+    "total_gpu_memory_gib": (re.compile(r"total_gpu_memory \(([\d.]+) ?GiB\) x gpu_memory_utilization"), "float"),
+    "gpu_memory_utilization": (re.compile(r"x gpu_memory_utilization \(([\d.]+)\)"), "float"),
+    "v0_model_weights_gib": (re.compile(r"model weights take ([\d.]+) ?GiB"), "float"),
+    "v0_kv_cache_gib": (re.compile(r"the rest of the memory reserved for KV Cache is ([\d.]+) ?GiB"), "float"),
+    "max_num_batched_tokens": (re.compile(r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)"), "int"),
+    "drafter_loading": (re.compile(r"(Loading drafter model|Starting to load draft model|"
+                                   r"Capturing model for (?:\w+ )?(?:Eagle )?speculator)"), "str"),
+}
+
+# `vllm bench serve` result block (vllm/benchmarks/serve.py): "{:<40} {:<10}" rows under a banner.
+BENCH_HEADER = re.compile(r"=+ ?Serving Benchmark Result ?=+")
+BENCH_FIELD = re.compile(r"\s*(Successful requests|Failed requests|Maximum request concurrency|Request rate configured \(RPS\)|"
+                         r"Benchmark duration \(s\)|Total input tokens|Total generated tokens|"
+                         r"Request throughput \(req/s\)|Output token throughput \(tok/s\)|"
+                         r"Total [Tt]oken throughput \(tok/s\)|Mean TTFT \(ms\)|Median TTFT \(ms\)|Mean TPOT \(ms\)|"
+                         r"Median TPOT \(ms\)|Mean ITL \(ms\)|Acceptance rate \(%\)|Acceptance length|Drafts|"
+                         r"Draft tokens|Accepted tokens)\s*:\s*([\d.]+)")
+
+# What the chunk prefilter looks for right after the `[file:line] ` header: the start of every message
+# above. Errors and warnings are found by the level/exception needles instead.
+MESSAGE_STARTS = (
+    r"SpecDecoding metrics", r"Speculative metrics", r"SpecDecodeWorker stage", r"Engine \d+: Avg",
+    r"\d+ Engines Aggregated", r"Avg prompt throughput", r"Prefix cache hit rate", r"vLLM", r"non-default args",
+    r"args: ", r"Initializing", r"[\w +]+ KV cache size", r"Maximum concurrency", r"Available KV cache memory",
+    r"Model loading took", r"Memory profiling", r"the current vLLM", r"model weights take", r"Graph capturing",
+    r"Loading drafter", r"Starting to load draft", r"Capturing model for", r"# \w+ blocks", r"Chunked prefill is",
+    r"Sequence group",
+)
+NEEDLES = (b"WARNING", b"ERROR", b"Error", b"error:", b"CRITICAL")
+
+
+@dataclass(frozen=True)
+class Record:
+    """One log record with its envelope taken apart."""
+
+    msg: str
+    level: Optional[str] = None
+    ts: Optional[str] = None  # "MM-DD HH:MM:SS"
+    proc: Optional[str] = None
+    pid: Optional[int] = None
+    prefix: str = ""  # docker-compose service or other custom prefix
+    file: Optional[str] = None
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text) if "\x1b" in text else text
+
+
+def split_records(line: str) -> list[str]:
+    """Split one physical line into records: at `\\r` (progress bars, vLLM's multi-line messages) and
+    where a second log header starts inside the line (two records glued together)."""
+    parts = [p for p in line.split("\r") if p.strip()] if "\r" in line else [line]
+    out: list[str] = []
+    for part in parts:
+        starts = [m.start() for m in _HEADER_START.finditer(part)]
+        # A record is split only where a header follows other text (not at the start).
+        cuts = [s for s in starts if s > 0 and part[:s].strip()]
+        if not cuts:
+            out.append(part)
+            continue
+        prev = 0
+        for c in cuts:
+            if part[prev:c].strip():
+                out.append(part[prev:c])
+            prev = c
+        out.append(part[prev:])
+    return out
+
+
+def parse_envelope(text: str) -> Record:
+    """Take the header off a record. Text without a vLLM header becomes Record(msg=text)."""
+    m = _HEADER.match(text)
+    if m is None:
+        tag = _TAG.search(text)
+        dm = _DOCKER.match(text)
+        return Record(msg=text.strip(), proc=tag.group("proc") if tag else None,
+                      pid=int(tag.group("pid")) if tag else None, prefix=dm.group(1) if dm else "")
+    custom = m.group("custom") or ""
+    dm = _DOCKER.match(custom)
+    prefix = dm.group(1) if dm else custom.strip().rstrip("|").strip()
+    return Record(msg=m.group("msg"), level=m.group("level"), ts=m.group("ts"), proc=m.group("proc"),
+                  pid=int(m.group("pid")) if m.group("pid") else None, prefix=prefix[:80],
+                  file=m.group("file"))
+
+
+def fnum(text: Optional[str]) -> Optional[float]:
+    if text is None:
+        return None
+    try:
+        v = float(text)
+    except ValueError:
+        return None
+    return None if v != v else v  # nan -> None
+
+
+def parse_rates(text: Optional[str]) -> tuple[float, ...]:
+    """'0.700, 0.500, 0.3' -> (0.7, 0.5); a value cut mid-token (no 3 decimals) is dropped."""
+    if not text:
+        return ()
+    out = []
+    for tok in text.split(","):
+        tok = tok.strip()
+        if not re.fullmatch(r"\d+\.\d{3}", tok):
+            break
+        out.append(float(tok))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class SpecLine:
+    """One spec-decode metrics line. Rates are fractions 0..1; `mean_len` includes the bonus token."""
+
+    fmt: str  # "v0" | "v1a" | "v1b" | "v1c"
+    accepted: int
+    drafted: int
+    rate: Optional[float] = None
+    mean_len: Optional[float] = None
+    per_position: tuple[float, ...] = ()
+    k: Optional[int] = None
+    emitted: Optional[int] = None  # V0
+    efficiency: Optional[float] = None  # V0
+    accepted_tps: Optional[float] = None
+    drafted_tps: Optional[float] = None
+    cut: bool = False  # the line was cut before its end
+
+
+def parse_spec(msg: str) -> Optional[SpecLine]:
+    if "metrics: " not in msg:
+        return None
+    m = SPEC_V1C.search(msg)
+    if m:
+        mal, acc_tps, dr_tps, acc, dr, pos, rate = m.groups()
+        per = parse_rates(pos)
+        cut = pos is None or rate is None
+        return SpecLine("v1c", int(acc), int(dr), _pct(rate), fnum(mal), per, len(per) or None,
+                        accepted_tps=fnum(acc_tps), drafted_tps=fnum(dr_tps), cut=cut)
+    m = SPEC_V1B.search(msg)
+    if m:
+        rate, mal, acc, dr, pos = m.groups()
+        per = parse_rates(pos)
+        mean = fnum(mal)
+        if mean is not None and per:
+            # 0.8.5 printed accepted/drafts (no bonus token); 0.9.0+ prints 1 + that (vllm-signals §3.3).
+            s = sum(per)
+            if abs(mean - s) < abs(mean - 1 - s):
+                mean += 1
+        return SpecLine("v1b", int(acc), int(dr), _pct(rate), mean, per, len(per) or None,
+                        cut=pos is None or (pos.strip() != "" and len(per) < len(pos.split(","))))
+    m = SPEC_V1A.search(msg)
+    if m:
+        rate, acc, dr = m.groups()
+        return SpecLine("v1a", int(acc), int(dr), _pct(rate))
+    m = SPEC_V0.search(msg)
+    if m:
+        rate, eff, k, acc, dr, emit = m.groups()
+        kk = int(k)
+        e = fnum(eff)
+        return SpecLine("v0", int(acc), int(dr), fnum(rate), None if e is None else e * (kk + 1), (), kk,
+                        emitted=int(emit), efficiency=e)
+    return None
+
+
+def _pct(text: Optional[str]) -> Optional[float]:
+    v = fnum(text)
+    return None if v is None else v / 100.0
+
+
+@dataclass(frozen=True)
+class StatsLine:
+    engine: Optional[int]
+    aggregated: bool
+    prompt_tps: Optional[float]
+    gen_tps: Optional[float]
+    running: Optional[int]
+    waiting: Optional[int]
+    swapped: Optional[int]
+    preemptions: Optional[int]
+    kv_usage: Optional[float]  # percent
+    cpu_kv_usage: Optional[float]
+    prefix_hit: Optional[float]  # percent
+    v0: bool  # the V0 format (Pending/Swapped/CPU KV)
+
+
+def parse_stats(msg: str) -> Optional[StatsLine]:
+    a = STATS_ANCHOR.search(msg)
+    if a is None:
+        return None
+    tail = msg[a.start():]
+    vals: dict = {}
+    for name, rx in _STATS_FIELDS.items():
+        m = rx.search(tail)
+        vals[name] = m.group(1) if m else None
+    ints = {k: (int(vals[k]) if vals[k] is not None else None)
+            for k in ("running", "waiting", "swapped", "preemptions")}
+    return StatsLine(engine=int(a.group(1)) if a.group(1) else None, aggregated=a.group(2) is not None,
+                     prompt_tps=fnum(vals["prompt_tps"]), gen_tps=fnum(vals["gen_tps"]),
+                     kv_usage=fnum(vals["kv_usage"]), cpu_kv_usage=fnum(vals["cpu_kv_usage"]),
+                     prefix_hit=fnum(vals["prefix_hit"]), v0="Pending:" in tail or "Swapped:" in tail,
+                     **ints)
+
+
+def parse_startup(msg: str) -> dict:
+    """Start-up facts in this message: name -> value (int/float/str/tuple)."""
+    out: dict = {}
+    for name, (rx, conv) in STARTUP.items():
+        m = rx.search(msg)
+        if not m:
+            continue
+        g = m.group(1)
+        if conv == "int":
+            out[name] = int(g.replace(",", ""))
+        elif conv == "float":
+            out[name] = float(g)
+            if name == "model_weights_gib":
+                out["model_load_seconds"] = float(m.group(2))
+        elif conv == "concurrency":
+            out["max_concurrency"] = float(m.group(2))
+            out["max_model_len"] = int(g.replace(",", ""))
+        else:
+            out[name] = g
+    return out
+
+
+def parse_version(msg: str) -> Optional[str]:
+    for rx in VERSION_PATTERNS:
+        m = rx.search(msg)
+        if m:
+            return m.group(1).rstrip(".,")
+    return None
