@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable, Mapping
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 
 from spec_doctor import compat
@@ -33,7 +32,7 @@ _DOCS_INSTALL = "https://docs.vllm.ai/en/latest/getting_started/installation/gpu
 def _scoped(findings: list[Finding], facts: Mapping[str, Any]) -> list[Finding]:
     """Downgrade problems to information when the deployment under diagnosis runs elsewhere."""
     scope = facts.get("env.scope") or {}
-    if scope.get("local", True):
+    if scope.get("local", True) is not False:
         return findings
     out = []
     for f in findings:
@@ -298,6 +297,9 @@ def install_check(facts: Mapping[str, Any]) -> list[Finding]:
 # -- torch ----------------------------------------------------------------------------------------------------
 def _torch_pin(install: Mapping[str, Any]) -> tuple[SpecifierSet | None, Evidence | None]:
     """The torch version range the installed vLLM was built for (public versions, markers applied)."""
+    # packaging.requirements pulls in packaging.tags and sysconfig (~15 ms): only when a pin is read.
+    from packaging.requirements import InvalidRequirement, Requirement
+
     for text in install.get("requires_torch") or []:
         try:
             req = Requirement(text)
@@ -561,11 +563,12 @@ JUDGES: dict[str, Callable[[Mapping[str, Any]], list[Finding]]] = {
 def overall_check(facts: Mapping[str, Any]) -> list[Finding]:
     """Environment OK: every environment judgement passed.
 
-    Emitted only when the installed vLLM is the one under diagnosis (not when a log or --vllm-version
-    names another version), and only when no other environment check has a warning or error.
+    Emitted only when the installed vLLM is known to be the one under diagnosis (nothing else given, or
+    the log / --vllm-version names the installed version), and only when no other environment check
+    has a warning or error.
     """
-    scope = facts.get("env.scope") or {}
-    if not scope.get("local", True):
+    scope = facts.get("env.scope") or {"local": True}
+    if scope.get("local") is not True:
         return []
     for judge in JUDGES.values():
         if any(f.severity in _PROBLEM for f in judge(facts)):

@@ -237,3 +237,18 @@ def test_scope_fact_compares_installed_and_logged_versions():
     store = FactStore(Inputs(logs=["x.log"]), providers={}, preset={
         "env.vllm_install": vllm(version="0.26.0+cu130"), "logs.vllm_version": {"version": "0.26.0", "source": "x.log:1"}})
     assert env_scope(store)["local"] is True
+
+
+def test_scope_without_a_version_claims_nothing_healthy():
+    """A log without a version banner may come from any machine: no 'environment OK' for it."""
+    from spec_doctor.collectors.environment import env_scope
+
+    store = FactStore(Inputs(logs=["x.log"]), providers={}, preset={"env.vllm_install": vllm()})
+    scope = env_scope(store)
+    assert scope["local"] is None
+    facts = healthy_gpu_box()
+    facts["env.scope"] = scope
+    assert run(facts, inputs=Inputs(logs=["x.log"])) == {}
+    facts["env.torch"] = {"version": "2.11.0+cu128", "cuda": "12.8", "hip": None, "source": "t"}
+    assert problems(run(facts)) == {"env.torch.cuda-mismatch"}  # still a real problem on this machine
+    assert env_scope(FactStore(Inputs(), providers={}, preset={"env.vllm_install": vllm()}))["local"] is True

@@ -429,9 +429,10 @@ def env_transformers(store: FactStore) -> dict[str, Any]:
 def env_scope(store: FactStore) -> dict[str, Any]:
     """Whether the local environment is what is being diagnosed.
 
-    ``local`` is False when the user's log or --vllm-version names a different vLLM version than the
-    one installed here: the deployment then runs elsewhere, and findings about this machine are
-    reported as information only.
+    ``local``: True when nothing but this machine is diagnosed, or the log / --vllm-version names the
+    vLLM version installed here; False when it names another version (the deployment runs elsewhere:
+    problems found here are reported as information only); None when logs or a config are given
+    without a version (problems here are reported, but "environment OK" is not claimed for them).
     """
     inputs = store.inputs
     installed = store.maybe("env.vllm_install")
@@ -442,14 +443,12 @@ def env_scope(store: FactStore) -> dict[str, Any]:
         logged = store.maybe("logs.vllm_version") if inputs.logs else None
         if isinstance(logged, dict) and logged.get("version"):
             deployed, source = logged["version"], logged.get("source", "log")
-    local = True
-    if installed and deployed:
+    local: bool | None = True if not inputs.has_deployment else None
+    if deployed:
         from ..compat import version
 
-        a, b = version(installed.get("version")), version(deployed)
-        local = a is None or b is None or a.public == b.public
-    elif deployed and not installed:
-        local = False
+        a, b = version((installed or {}).get("version")), version(deployed)
+        local = bool(installed) and (a is None or b is None or a.public == b.public)
     return {"local": local, "has_deployment": inputs.has_deployment, "deployment_version": deployed,
             "deployment_version_source": source,
             "installed_version": installed.get("version") if installed else None}
