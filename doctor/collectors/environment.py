@@ -454,6 +454,12 @@ def env_scope(store: FactStore) -> dict[str, Any]:
             "installed_version": installed.get("version") if installed else None}
 
 
+def _gpu_text(gpu: dict[str, Any]) -> str:
+    total = gpu.get("memory_total_bytes")
+    mem = f", {total / 2**30:.0f} GiB" if isinstance(total, (int, float)) and total > 0 else ""
+    return f"{gpu.get('name')} (CC {gpu.get('compute_capability')}{mem})"
+
+
 @provides("env.summary")
 def env_summary(store: FactStore) -> dict[str, Any]:
     """Flat dict for the report header: os, python, vllm, torch, transformers, gpus, driver, cuda_driver."""
@@ -473,7 +479,7 @@ def env_summary(store: FactStore) -> dict[str, Any]:
     torch_text = None
     if torch and torch.get("version"):
         torch_text = torch["version"] + (f" (CUDA {torch['cuda']})" if torch.get("cuda") else "")
-    gpus = [f"{g.get('name')} (CC {g.get('compute_capability')})" for g in (nvml or {}).get("gpus", [])]
+    gpus = [_gpu_text(g) for g in (nvml or {}).get("gpus", []) if isinstance(g, dict)]
     return {
         "os": os_text,
         "python": py.get("version") or platform.python_version(),
