@@ -379,7 +379,7 @@ def sample_vram(nv: Any, interval_s: float, duration_s: float, *, pid: int | Non
             if next_at < after:  # running late: skip the missed slots
                 n = int((after - start) / interval_s) + 1
                 next_at = start + n * interval_s
-            if next_at - start > duration_s + 1e-9:
+            if next_at - start >= duration_s - 1e-9:  # samples at 0, interval, ... < duration
                 break
             sleep(max(0.0, next_at - after))
     except KeyboardInterrupt:

@@ -36,6 +36,16 @@ def _cuda_version_text(v: Any) -> str | None:
     return f"{v // 1000}.{(v % 1000) // 10}"
 
 
+def _is_vllm(pid: Any) -> bool | None:
+    """Whether process ``pid`` runs vLLM (its command line mentions vllm); None when unreadable (another
+    pid namespace, no /proc). Only this boolean is kept, never the command line itself."""
+    try:
+        with open(f"/proc/{int(pid)}/cmdline", "rb") as f:
+            return b"vllm" in f.read().lower()
+    except (OSError, ValueError, TypeError):
+        return None
+
+
 def take_snapshot(nv: Any) -> dict[str, Any]:
     """Every GPU as the ``nvml.snapshot`` contract describes; ``nv`` is a doctor.vram adapter
     (live, recording or replay). Each refused call is listed in ``errors`` as 'call: reason'."""
@@ -68,6 +78,8 @@ def take_snapshot(nv: Any) -> dict[str, Any]:
         procs, perr = read_processes(nv, i)
         if perr:
             errors.append(perr)
+        for p in procs:
+            p["is_vllm"] = _is_vllm(p["pid"])
         cc = dev("nvmlDeviceGetCudaComputeCapability", i)
         mig = dev("nvmlDeviceGetMigMode", i)
         clocks: dict[str, Any] = {}
