@@ -218,3 +218,20 @@ def test_scrape_refused():
         port = s.getsockname()[1]
     with pytest.raises(ScrapeError, match="cannot connect"):
         scrape(f"http://127.0.0.1:{port}/metrics", timeout=2)
+
+
+def test_exposition_written_by_vllms_own_spec_decode_metrics_code():
+    # fixtures/metrics/record_vllm_spec_prom.py: vLLM 0.32's SpecDecodingProm, two DP engines, K=3.
+    path = GEN.parent / "vllm-0.32-spec-prom.txt"
+    s = parse_metrics_text(path.read_text(), source=str(path))
+    assert not s.has_vllm  # spec counters alone, no engine stats (as with a spec-only excerpt)
+    w = build_window(None, s)
+    e0, e1 = w.engines[("0", "tiny-target")], w.engines[("1", "tiny-target")]
+    assert (e0.num_drafts, e0.num_draft_tokens, e0.num_accepted_tokens, e0.accepted_per_pos) == \
+        (10, 30, 18, [8, 6, 4])
+    assert (e1.num_drafts, e1.num_accepted_tokens, e1.accepted_per_pos) == (10, 6, [5, 1, 0])
+    assert w.spec_positions == 3
+    assert ("", "") not in w.engines  # process_* / python_gc_* samples are not engine counters
+    (m,) = per_model(w)
+    assert m.mean_acceptance_length == pytest.approx(1 + 24 / 20)
+    assert m.per_position_rates == pytest.approx([13 / 20, 7 / 20, 4 / 20])
