@@ -628,6 +628,9 @@ def cudagraph(facts: Mapping[str, Any]) -> list[Finding]:
             impact="cheaper draft and verify steps", impact_score=0.5))
     elif isinstance(mode, str) and mode.upper() == "FULL" and applicable_rules("cudagraph-spec-downgrade", version):
         rule = applicable_rules("cudagraph-spec-downgrade", version)[0]
+        if spec.method in ("eagle", "eagle3") and version is not None and \
+                applicable_rules("drafter-cudagraph-piecewise", version):
+            rule = applicable_rules("drafter-cudagraph-piecewise", version)[0]
         out.append(Finding(
             "config.cudagraph.mode", Category.CUDA_GRAPH, Severity.INFO, 0.5,
             "cudagraph_mode FULL with speculation: vLLM downgrades it on attention backends without "
@@ -742,7 +745,7 @@ def _k_fix(cfg: DeploymentConfig, version: Version | None, k: int) -> str:
 # ---------------------------------------------------------------------------------------------------
 
 @check("config.vllm-parser", categories=[Category.CONFIG_DEPRECATED, Category.HEALTHY],
-       needs=["config.vllm_parse"], wants=["config.deployment"],
+       needs=["config.vllm_parse"], wants=["config.deployment"], timeout_s=150,
        sources=["vLLM's own argument parser (vllm.entrypoints.openai.cli_args.make_arg_parser)"],
        findings={
            "config.vllm-parser.rejected": "vLLM's own parser rejects the command line",

@@ -115,8 +115,21 @@ try:
         from vllm.utils.argparse_utils import FlexibleArgumentParser
     except ImportError:
         from vllm.utils import FlexibleArgumentParser
-    from vllm.entrypoints.openai.cli_args import make_arg_parser
+    make_arg_parser = None
+    for mod in ("vllm.entrypoints.openai.cli_args", "vllm.entrypoints.launchers.cli_args"):
+        try:
+            make_arg_parser = __import__(mod, fromlist=["make_arg_parser"]).make_arg_parser
+            break
+        except (ImportError, AttributeError):
+            continue
+    if make_arg_parser is None:
+        raise ImportError("no make_arg_parser in vllm.entrypoints.openai.cli_args or .launchers.cli_args")
     parser = make_arg_parser(FlexibleArgumentParser())
+    if argv[:1] == ["--spec-doctor-dump-options"]:
+        # For tests: every option string, then parse the rest of argv as usual.
+        out["options"] = {opt: {"dest": a.dest, "nargs": a.nargs, "takes_value": a.nargs != 0}
+                          for a in parser._actions for opt in a.option_strings}
+        argv = argv[1:]
     class _ArgError(Exception):
         pass
     def _error(message):
