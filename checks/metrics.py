@@ -581,7 +581,6 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
     for w, d in _spec_windows(facts):
         states = [g for g in (w.gauges_before, w.gauges_after) if g]
         kv_max = _gauge_max(states, d.model, "kv_usage", per_engine=True)
-        run_engine = _gauge_max(states, d.model, "running", per_engine=True)
         running = _gauge_max(states, d.model, "running")
         waiting_each = [_gauge_max([g], d.model, "waiting") for g in states]
         running_each = [_gauge_max([g], d.model, "running") for g in states]
@@ -589,25 +588,32 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
                                       f"waiting {', '.join(_num(x) for x in waiting_each)}, KV cache usage up to "
                                       f"{_pct(kv_max)} at the scrapes")
         cap = dep.max_num_seqs if dep is not None else None
-        waits = [x for x in waiting_each if x is not None]
-        if waits and min(waits) >= 1 and kv_max is not None and kv_max < threshold("kv_low"):
-            capped = cap is not None and run_engine is not None and run_engine >= cap
-            plateau = cap is None and len(states) == 2 and running_each[0] == running_each[1] \
-                and (running_each[0] or 0) > 0
-            if capped or plateau:
-                limit = cap if cap is not None else int(run_engine or 0)
-                src = dep.source_of("max_num_seqs") if capped else "inferred from the running gauge"
-                out.append(Finding(
-                    "metrics.scheduler.max-num-seqs", "scheduler-config", "warning", 0.8 if capped else 0.5,
-                    f"{_num(min(waits))}+ requests wait while the KV cache is only {_pct(kv_max)} used: "
-                    f"max-num-seqs={limit} caps the batch",
-                    evidence=(ev, Evidence(src, f"max_num_seqs={limit}")),
-                    fix=Fix("Raise --max-num-seqs (the KV cache has room for more sequences)",
-                            (f"--max-num-seqs {max(limit * 2, limit + int(min(waits)))}",)),
-                    impact="Queued requests wait although the server has memory to run them.",
-                    impact_score=0.6, data={"endpoint": w.endpoint, "model": d.model, "max_num_seqs": limit,
-                                            "waiting": waiting_each, "running": running_each,
-                                            "kv_usage_max": kv_max}))
+        # One scrape at a time: requests waiting, the batch at its cap, and KV mostly free.
+        held = []
+        for g in states:
+            run_e = _gauge_max([g], d.model, "running", per_engine=True)
+            wait = _gauge_max([g], d.model, "waiting")
+            kv_now = _gauge_max([g], d.model, "kv_usage", per_engine=True)
+            if run_e and wait and wait >= 1 and kv_now is not None and kv_now < threshold("kv_low"):
+                held.append((run_e, wait))
+        capped = cap is not None and any(r >= cap for r, _ in held)
+        # Without a config the cap is inferred: both scrapes held back at the same running count.
+        plateau = cap is None and len(states) == 2 and len(held) == 2 and held[0][0] == held[1][0]
+        if capped or plateau:
+            limit = int(cap if capped else held[0][0])
+            waits = min(x for r, x in held if r >= limit)
+            src = dep.source_of("max_num_seqs") if capped else "inferred from the running gauge"
+            out.append(Finding(
+                "metrics.scheduler.max-num-seqs", "scheduler-config", "warning", 0.8 if capped else 0.5,
+                f"{_num(waits)} request(s) wait while the KV cache is only {_pct(kv_max)} used: "
+                f"max-num-seqs={limit} caps the batch",
+                evidence=(ev, Evidence(src, f"max_num_seqs={limit}")),
+                fix=Fix("Raise --max-num-seqs (the KV cache has room for more sequences)",
+                        (f"--max-num-seqs {max(limit * 2, limit + int(waits))}",)),
+                impact="Queued requests wait although the server has memory to run them.",
+                impact_score=0.6, data={"endpoint": w.endpoint, "model": d.model, "max_num_seqs": limit,
+                                        "waiting": waiting_each, "running": running_each,
+                                        "kv_usage_max": kv_max}))
         if d.has_spec_counters and running is not None and running >= threshold("high_concurrency"):
             k = _k_of(w, d, spec) or 3
             if version is not None and _at_least(version, "0.24"):

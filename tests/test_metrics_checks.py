@@ -159,3 +159,10 @@ def test_high_concurrency_fix_depends_on_version():
     assert "num_speculative_tokens_per_batch_size" not in " ".join(f_old.fix.commands)
     assert not scheduler.fn({"metrics.deltas": [build_window(None, parse_metrics_text(
         (GEN / "healthy-after.txt").read_text()))], "config.deployment": None, "vllm.version": None})
+
+
+def test_max_num_seqs_needs_only_one_held_scrape_when_the_cap_is_known():
+    # e.g. the "before" scrape taken before the load started (nothing waiting yet)
+    cfg = spec_config(3, max_num_seqs=2)
+    assert "metrics.scheduler.max-num-seqs" in ids(run("max-num-seqs-low", config=cfg, single=True))
+    assert "metrics.scheduler.max-num-seqs" not in ids(run("max-num-seqs-low", single=True))
