@@ -299,6 +299,8 @@ def from_log_lines(lines: Iterable[dict[str, Any]]) -> DeploymentConfig | None:
     first engine-config line (which shows the method vLLM actually resolved)."""
     cfg: DeploymentConfig | None = None
     engine: tuple[dict[str, Any], str] | None = None
+    base: tuple[dict[str, Any], str, bool] | None = None  # (args, source, is a full Namespace dump)
+    fragments: dict[str, tuple[Any, str]] = {}
     for line in lines:
         if not isinstance(line, dict) or not isinstance(line.get("text"), str):
             continue
@@ -310,11 +312,23 @@ def from_log_lines(lines: Iterable[dict[str, Any]]) -> DeploymentConfig | None:
                 payload.get("speculative_config"), dict) and payload["speculative_config"].get("__type__"):
             if engine is None:
                 engine = (payload, src)
-            continue
-        if cfg is None:
-            is_namespace = text.lstrip().startswith(("Namespace(", "args: Namespace("))
-            cfg = normalize(payload, origin="log", source=src, program=None, raw_text=None,
-                            drop_unset=is_namespace)
+        elif kind == "args-fragment":
+            # A piece of a Namespace dump that lost its header (wrapped or split when pasted): it only
+            # fills in what the dump itself does not show.
+            for key, value in payload.items():
+                fragments.setdefault(key, (value, src))
+        elif base is None:
+            base = (payload, src, text.lstrip().startswith(("Namespace(", "args: Namespace(")))
+    if base is not None or fragments:
+        args, src, full = base if base is not None else ({}, next(iter(fragments.values()))[1], True)
+        args = dict(args)
+        added = {k: v for k, v in fragments.items() if k not in args}
+        args.update({k: v for k, (v, _) in added.items()})
+        cfg = normalize(args, origin="log", source=src, drop_unset=full)
+        cfg.sources.update({k: s for k, (_, s) in added.items() if k in cfg.sources})
+        cfg.legacy_flags = [(w, cfg.sources.get(w.lstrip("-").replace("-", "_"), s)) for w, s in cfg.legacy_flags]
+        if cfg.speculative is not None and cfg.speculative.legacy:
+            cfg.speculative.source = cfg.sources.get("speculative_model", cfg.speculative.source)
     if engine is not None:
         payload, src = engine
         spec_value = payload.get("speculative_config")

@@ -192,3 +192,17 @@ def test_deployment_fact_unavailable_and_bad_input():
         FactStore(Inputs(), {"config.deployment": deployment}).get("config.deployment")
     with pytest.raises(InputError):
         FactStore(Inputs(cmd="vllm serve m -sc '{bad'"), {"config.deployment": deployment}).get("config.deployment")
+
+
+def test_headerless_namespace_pieces_are_found_in_the_log_files():
+    # vllm-issue-10483: the reporter's `args: Namespace(...)` line is split over two files; the speculative
+    # flags are only in the headerless second half (log.txt).
+    logs = [str(CASES / "vllm-issue-10483" / "log-2.txt"), str(CASES / "vllm-issue-10483" / "log.txt")]
+    head = (CASES / "vllm-issue-10483" / "log-2.txt").read_text().splitlines()[3].split("args: ", 1)[1]
+    store = FactStore(Inputs(logs=logs), {"config.deployment": deployment},
+                      preset={"logs.config_lines": [{"kind": "args", "text": head, "source": "log-2.txt:4"}]})
+    cfg = store.get("config.deployment")
+    assert cfg.args["dtype"] == "bfloat16" and cfg.source_of("dtype") == "log-2.txt:4"
+    assert cfg.tensor_parallel_size == 4 and cfg.source_of("tensor_parallel_size").endswith("log.txt:1")
+    assert cfg.speculative.draft_tensor_parallel_size == 4 and cfg.speculative.source.endswith("log.txt:2")
+    assert all(src.endswith("log.txt:2") for _, src in cfg.legacy_flags)

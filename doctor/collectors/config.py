@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +24,12 @@ from ..deployment import DeploymentConfig
 from ..facts import FactStore, FactUnavailable, InputError, provides
 
 VLLM_PARSE_TIMEOUT_S = 120.0
+# Argument dumps are printed at start-up: look for headerless pieces of them only in the head of a log.
+FRAGMENT_SCAN_BYTES = 4 << 20
+_KV_PAIR = re.compile(rb"(?:^|, )[a-z_][a-z0-9_]*=")
+_ARG_HINTS = (b"tensor_parallel_size=", b"speculative_model=", b"num_speculative_tokens=", b"max_num_seqs=",
+              b"speculative_config=", b"gpu_memory_utilization=")
+_LOG_LINE_KINDS = (b"Namespace(", b"non-default args", b"with config:")
 # Point spec-doctor at the interpreter of the environment that runs vLLM (when it is not this one).
 VLLM_PYTHON_ENV = "SPEC_DOCTOR_VLLM_PYTHON"
 
@@ -72,6 +79,32 @@ def parse_given(cmd: str | None, config_path: str | None) -> ParsedCommand | Non
     return merged
 
 
+def namespace_fragments(paths: list[str]) -> list[dict[str, Any]]:
+    """Pieces of an `args: Namespace(...)` dump that lost their header: pasted logs wrap or split the
+    thousands-of-characters line, and the second half (where the speculative flags are) then looks like
+    `..., tensor_parallel_size=4, ..., speculative_model='...', ...` on its own. Only the first
+    FRAGMENT_SCAN_BYTES of each file are read (stdin is left to the log parser)."""
+    from ..logparse.reader import LogReadError, open_log
+
+    found: list[dict[str, Any]] = []
+    for path in paths:
+        if path == "-":
+            continue
+        try:
+            stream, _ = open_log(path)
+            with stream:
+                head = stream.read(FRAGMENT_SCAN_BYTES)
+        except (LogReadError, OSError, EOFError):
+            continue
+        for lineno, raw in enumerate(head.split(b"\n"), 1):
+            if not any(h in raw for h in _ARG_HINTS) or any(k in raw for k in _LOG_LINE_KINDS):
+                continue
+            if len(_KV_PAIR.findall(raw)) >= 8:
+                found.append({"kind": "args-fragment", "text": raw.decode("utf-8", "replace"),
+                              "source": f"{path}:{lineno}"})
+    return found
+
+
 @provides("config.deployment")
 def deployment(store: FactStore) -> DeploymentConfig:
     """The normalized deployment config (see module docstring)."""
@@ -86,9 +119,12 @@ def deployment(store: FactStore) -> DeploymentConfig:
         given = from_parsed(parsed, origin=origin, source=source)
     log_cfg: DeploymentConfig | None = None
     if inputs.logs:
-        lines = store.maybe("logs.config_lines")
-        if lines:
-            log_cfg = from_log_lines(lines)
+        lines = list(store.maybe("logs.config_lines") or [])
+        log_cfg = from_log_lines(lines) if lines else None
+        if log_cfg is None or log_cfg.speculative is None:
+            fragments = namespace_fragments(inputs.logs)
+            if fragments:
+                log_cfg = from_log_lines(lines + fragments) or log_cfg
     cfg = given or log_cfg
     if cfg is None:
         raise FactUnavailable("no deployment config (pass --cmd, --config, or a log with the `non-default args` "
