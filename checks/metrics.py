@@ -177,6 +177,14 @@ def window(facts: Mapping[str, Any]) -> list[Finding]:
     load_fix = Fix("Scrape while the server gets representative traffic, over a longer window",
                    ("spec-doctor check --metrics-url http://HOST:8000/metrics --metrics-interval 60",
                     "vllm bench serve --base-url http://HOST:8000 --model MODEL --num-prompts 200"))
+    for w in facts["metrics.deltas"]:
+        if w.has_vllm and not w.engines:
+            out.append(Finding(
+                "metrics.window.idle", "measurement", "warning", 0.9,
+                "The scrape has vLLM gauges but no usable vLLM counter: nothing to judge",
+                evidence=(Evidence(w.window_label, "no finite vllm:*_total sample"),), fix=load_fix,
+                impact="Acceptance, preemption and load cannot be judged.", impact_score=0.3,
+                data={"endpoint": w.endpoint}))
     for w, d in _spec_windows(facts):
         ev = _counter_evidence(w, d, ("generation_tokens", "num_drafts", "num_accepted_tokens"))
         if d.reset:
@@ -208,10 +216,11 @@ def window(facts: Mapping[str, Any]) -> list[Finding]:
                 impact="Warm-up and earlier traffic are mixed into the rates.", impact_score=0.1,
                 data={"endpoint": w.endpoint}))
         gen = d.generation_tokens
-        if gen is not None and gen <= 0:
+        if gen is None or gen <= 0:
             out.append(Finding(
                 "metrics.window.idle", "measurement", "warning", 0.95,
-                f"No token was generated in the window ({_label(w, d)}): nothing to judge",
+                (f"No token was generated in the window ({_label(w, d)}): nothing to judge" if gen is not None
+                 else f"No usable vllm:generation_tokens_total in the scrape ({_label(w, d)}): nothing to judge"),
                 evidence=(ev,), fix=load_fix,
                 impact="Acceptance, preemption and load cannot be judged.", impact_score=0.3,
                 data={"endpoint": w.endpoint, "model": d.model, "generation_tokens": gen}))

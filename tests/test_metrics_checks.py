@@ -166,3 +166,13 @@ def test_max_num_seqs_needs_only_one_held_scrape_when_the_cap_is_known():
     cfg = spec_config(3, max_num_seqs=2)
     assert "metrics.scheduler.max-num-seqs" in ids(run("max-num-seqs-low", config=cfg, single=True))
     assert "metrics.scheduler.max-num-seqs" not in ids(run("max-num-seqs-low", single=True))
+
+
+def test_garbage_values_are_not_called_healthy(tmp_path):
+    nan = tmp_path / "nan.txt"
+    nan.write_text('vllm:generation_tokens_total{engine="0",model_name="m"} NaN\n'
+                   'vllm:num_requests_running{engine="0",model_name="m"} +Inf\n')
+    store, _ = build_store(Inputs(metrics_baseline=[str(nan)]),
+                           preset={"vllm.version": Sourced(Version("0.32.0"), "x")})
+    diag = diagnose(store.inputs, only=["metrics"], store=store)
+    assert diag.verdict != "healthy" and "metrics.window.idle" in ids(diag)
