@@ -251,26 +251,42 @@ def _load_command_modules() -> None:
         importlib.import_module(mod)
 
 
+def _click_exception_types() -> tuple[tuple[type, ...], tuple[type, ...], tuple[type, ...]]:
+    """(usage errors, other click errors, aborts) from click and from the copy typer vendors (0.29+)."""
+    mods = [click.exceptions]
+    try:
+        from typer._click import exceptions as vendored  # type: ignore[import-not-found]
+
+        mods.append(vendored)
+    except ImportError:
+        pass
+    # getattr: the vendored module does not define every class (no Abort in typer 0.29).
+    pick = lambda name: tuple(getattr(m, name) for m in mods if hasattr(m, name))  # noqa: E731
+    return pick("UsageError"), pick("ClickException"), pick("Abort")
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     """Console-script entry point: maps every failure to one line on stderr and exit code 2."""
     debug = bool(os.environ.get("SPEC_DOCTOR_DEBUG"))
+    usage_errors, click_errors, aborts = _click_exception_types()
     try:
         _load_command_modules()
         code = app(args=argv, prog_name="spec-doctor", standalone_mode=False)
     except InputError as exc:
         _err(str(exc))
         code = EXIT_CANNOT_ASSESS
-    except click.exceptions.UsageError as exc:
-        _err(exc.format_message().splitlines()[0] if exc.format_message() else "usage error")
+    except usage_errors as exc:
+        text = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        _err(" ".join(text.split()) or "usage error")
         code = EXIT_CANNOT_ASSESS
-    except click.exceptions.Abort:
+    except aborts:
         _err("aborted")
         code = 130
     except KeyboardInterrupt:
         _err("interrupted")
         code = 130
-    except click.exceptions.ClickException as exc:
-        _err(exc.format_message())
+    except click_errors as exc:
+        _err(" ".join(exc.format_message().split()))
         code = EXIT_CANNOT_ASSESS
     except Exception as exc:  # never a traceback unless asked for
         if debug:
