@@ -647,7 +647,7 @@ def cudagraph(facts: Mapping[str, Any]) -> list[Finding]:
 
 @check("config.scheduler", categories=[Category.SCHEDULER_CONFIG, Category.OOM, Category.K_TOO_LARGE,
                                        Category.HIGH_TEMPERATURE],
-       needs=["config.deployment"], wants=["vllm.version"], sources=[SIGNALS, DOCS],
+       needs=["config.deployment"], wants=["vllm.version", "models.target"], sources=[SIGNALS, DOCS],
        findings={
            "config.scheduler.max-num-seqs-low": "--max-num-seqs so low that requests queue instead of batching",
            "config.scheduler.batched-tokens": "--max-num-batched-tokens below (k+1) x max-num-seqs",
@@ -719,14 +719,21 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
             fix=Fix("Start at 3-5 and tune with the per-position acceptance rates:",
                     (_k_fix(cfg, version, 4),)),
             impact="less wasted verification compute per step", impact_score=0.5, data={"k": k}))
-    temp = cfg.temperature
+    temp, temp_src, conf = cfg.temperature, cfg.sources.get("temperature", cfg.origin), 0.5
+    target = facts.get("models.target")
+    gen = getattr(target, "generation_config", None) or {}
+    if temp is None and cfg.args.get("generation_config") != "vllm" and \
+            isinstance(gen.get("temperature"), (int, float)) and not isinstance(gen.get("temperature"), bool):
+        # vLLM serves the model's generation_config.json sampling defaults unless --generation-config vllm;
+        # requests may still set their own temperature.
+        temp, conf = float(gen["temperature"]), 0.35
+        temp_src = f"{getattr(target, 'source', 'target')} generation_config.json (server default)"
     if temp is not None and temp >= 0.8:
         out.append(Finding(
             "config.scheduler.temperature", Category.HIGH_TEMPERATURE,
-            Severity.WARNING if temp >= 1.0 else Severity.INFO, 0.5,
+            Severity.WARNING if temp >= 1.0 and conf >= 0.5 else Severity.INFO, conf,
             f"Sampling temperature {temp} with speculation: acceptance drops as temperature rises",
-            evidence=(Evidence(cfg.sources.get("temperature", cfg.origin), f"temperature={temp}"),
-                      _spec_ev(cfg)),
+            evidence=(Evidence(temp_src, f"temperature={temp}"), _spec_ev(cfg)),
             fix=Fix("Measure acceptance at temperature 0 for reference; if the workload allows, sample cooler:",
                     ("spec-doctor check --probe offline --temperature 0",)),
             impact="higher acceptance per step", impact_score=0.4, data={"temperature": temp}))

@@ -233,3 +233,14 @@ def test_sources_conflict():
 def test_declared_finding_ids_cover_emitted_prefixes(check):
     declared = {fid for fid, _ in check.findings}
     assert declared and all(fid.startswith(check.id + ".") for fid in declared)
+
+
+def test_temperature_from_the_models_generation_config_is_a_weaker_hint():
+    cmd = "vllm serve m --speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 3}'"
+    target = SimpleNamespace(generation_config={"temperature": 1.0}, source="m")
+    f = run(cmd, "0.12.0", **{"models.target": target})["config.scheduler.temperature"]
+    assert f.severity is Severity.INFO and f.confidence < 0.5 and "generation_config.json" in f.evidence[0].source
+    assert "config.scheduler.temperature" not in run(cmd + " --generation-config vllm", "0.12.0",
+                                                     **{"models.target": target})
+    cool = SimpleNamespace(generation_config={"temperature": 0.6}, source="m")
+    assert "config.scheduler.temperature" not in run(cmd, "0.12.0", **{"models.target": cool})
