@@ -11,7 +11,10 @@ vllm/config/speculative.py), so what matters is whether the two token->id maps a
 from __future__ import annotations
 
 import binascii
+import itertools
 import json
+import operator
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -138,8 +141,64 @@ def _canonical(obj: Any) -> str | None:
     return None if obj is None else json.dumps(obj, sort_keys=True, ensure_ascii=False)
 
 
+_WS = re.compile(r"[ \t\n\r]*")
+_MERGES_TAIL = re.compile(r"\][ \t\n\r]*\}[ \t\n\r]*\}[ \t\n\r]*$")
+_DECODER = json.JSONDecoder()
+_TOP_KEYS = frozenset(("version", "truncation", "padding", "added_tokens", "normalizer", "pre_tokenizer",
+                       "post_processor", "decoder"))
+
+
+def _parse_object(text: str, pos: int, skip_merges: bool) -> tuple[dict[str, Any], int]:
+    """Parse the JSON object at ``pos`` key by key (the C scanner does each value). Inside a BPE
+    ``model`` object, the ``merges`` list -- ~80 % of a large tokenizer.json and never needed here -- is
+    skipped when it is the last value of the file: the layout `tokenizers` writes (every other top-level
+    key before "model", "vocab" before "merges", and no other list-valued key in a BPE model)."""
+    if text[pos] != "{":
+        raise ValueError("expected an object")
+    out: dict[str, Any] = {}
+    pos = _WS.match(text, pos + 1).end()
+    if text[pos] == "}":
+        return out, pos + 1
+    while True:
+        key, pos = _DECODER.raw_decode(text, pos)
+        pos = _WS.match(text, pos).end()
+        if text[pos] != ":":
+            raise ValueError(f"expected ':' at {pos}")
+        pos = _WS.match(text, pos + 1).end()
+        if key == "model" and text[pos] == "{":
+            # `tokenizers` writes "model" after all its other top-level keys; only then is it last.
+            out[key], pos = _parse_object(text, pos, _TOP_KEYS <= out.keys())
+        elif skip_merges and key == "merges" and "vocab" in out and _MERGES_TAIL.search(text, pos):
+            return out, len(text.rstrip()) - 1  # the caller's closing brace
+        else:
+            out[key], pos = _DECODER.raw_decode(text, pos)
+        pos = _WS.match(text, pos).end()
+        if text[pos] == ",":
+            pos = _WS.match(text, pos + 1).end()
+        elif text[pos] == "}":
+            return out, pos + 1
+        else:
+            raise ValueError(f"expected ',' or '}}' at {pos}")
+
+
+def _read_tokenizer_json(f: Path) -> Any:
+    try:
+        text = f.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise VocabError(f"{f}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise VocabError(f"{f}: not valid JSON (not UTF-8)") from None
+    start = _WS.match(text).end()
+    if not text.startswith("{", start):
+        return _read_json(f)  # not an object: let the plain parser produce the message
+    try:
+        return _parse_object(text, start, False)[0]
+    except (ValueError, IndexError) as exc:
+        raise VocabError(f"{f}: not valid JSON ({str(exc).splitlines()[0][:80] or 'truncated'})") from None
+
+
 def _load_tokenizer_json(f: Path) -> Vocab:
-    data = _read_json(f)
+    data = _read_tokenizer_json(f)
     if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
         raise VocabError(f"{f}: not a tokenizers tokenizer.json (no 'model' object)")
     model = data["model"]
@@ -168,7 +227,7 @@ def _load_tokenizer_json(f: Path) -> Vocab:
 
 
 def _all_int(values: Iterable[Any]) -> bool:
-    return all(type(v) is int for v in values)
+    return set(map(type, values)) <= {int}
 
 
 def _load_vocab_json(f: Path) -> Vocab:
@@ -372,16 +431,17 @@ def _apply_tokenizer_config(vocab: Vocab, d: Path) -> None:
 def compare(target: Vocab, draft: Vocab, max_examples: int = 5) -> VocabComparison:
     """Compare the token->id maps exactly, plus special tokens, normalizer, pre-tokenizer, template."""
     t_map, d_map = target.token_to_id, draft.token_to_id
+    # Set operations on keys and (token, id) items run in C: ~10x faster than a Python loop at 150k.
     if t_map == d_map:
         common = same = len(t_map)
-        diff: list[str] = []
+        diff: set[str] = set()
         only_t = only_d = 0
     else:
-        t_keys, d_keys = t_map.keys(), d_map.keys()
-        shared = t_keys & d_keys
-        diff = [k for k in shared if t_map[k] != d_map[k]]
+        shared = list(t_map.keys() & d_map.keys())
+        differs = list(map(operator.ne, map(t_map.__getitem__, shared), map(d_map.__getitem__, shared)))
+        diff = set(itertools.compress(shared, differs))
         common, same = len(shared), len(shared) - len(diff)
-        only_t, only_d = len(t_keys - d_keys), len(d_keys - t_keys)
+        only_t, only_d = len(t_map) - common, len(d_map) - common
     # Same ids can also be taken by different tokens (a token renamed): compare the id -> token side.
     id_clash = 0
     if not diff and (only_t or only_d):
@@ -398,8 +458,10 @@ def compare(target: Vocab, draft: Vocab, max_examples: int = 5) -> VocabComparis
             prefix = "target-extends-draft"
             extra = t_map.keys() - d_map.keys()
             extra_added_only = all(k in target.added for k in extra)
+    # The first differing tokens in the target's id order (token.json keeps its vocab in id order).
+    first = itertools.islice((k for k in t_map if k in diff), max_examples) if diff else ()
     examples = [{"token": k, "target_id": t_map[k], "draft_id": d_map[k]}
-                for k in sorted(diff, key=t_map.__getitem__)[:max_examples]]
+                for k in sorted(first, key=t_map.__getitem__)]
     if not examples and id_clash:
         t_inv = {v: k for k, v in t_map.items()}
         clashes = sorted((v, k) for k, v in d_map.items() if v in t_inv and t_inv[v] != k)[:max_examples]
@@ -407,9 +469,12 @@ def compare(target: Vocab, draft: Vocab, max_examples: int = 5) -> VocabComparis
     added_diff = 0
     if diff or id_clash or (only_t and only_d):
         # Differences confined to added/special tokens while the base vocabulary agrees: the ordinary
-        # text ids line up, only the special positions differ.
-        base_t = {k: v for k, v in t_map.items() if k not in target.added}
-        base_d = {k: v for k, v in d_map.items() if k not in draft.added}
+        # text ids line up, only the special positions differ. (Cheap pre-test before the exact one.)
+        added_any = target.added.keys() | draft.added.keys()
+        base_t = base_d = None
+        if len(diff) + id_clash <= len(added_any) and diff | (t_map.keys() ^ d_map.keys()) <= added_any:
+            base_t = {k: v for k, v in t_map.items() if k not in target.added}
+            base_d = {k: v for k, v in d_map.items() if k not in draft.added}
         if base_t and base_t == base_d:
             verdict = COMPATIBLE
             added_diff = len(diff) + id_clash + only_t + only_d

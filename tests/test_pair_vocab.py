@@ -138,3 +138,33 @@ def test_gpt2_style_vocab_json(tmp_path):
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({"eos_token": "<|end|>"}))
     v = load_vocab(tmp_path)
     assert v.kind == "vocab.json" and v.size == 4 and v.specials["eos"] == 3
+
+
+def test_tokenizer_json_reader_matches_json_module(tmp_path):
+    """The key-by-key reader skips BPE merges only when they are provably last; any layout parses right."""
+    from spec_doctor.vocab import _read_tokenizer_json
+
+    model = {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": [["a", "b"]]}
+    layouts = {
+        "merges-last": {**{k: None for k in ("version", "truncation", "padding", "added_tokens", "normalizer",
+                                             "pre_tokenizer", "post_processor", "decoder")}, "model": model},
+        "merges-first": {"model": {"type": "BPE", "merges": ["a b"], "vocab": {"a": 0, "b": 1}}, "x": [1]},
+        "model-not-last": {"model": model, "post_processor": {"type": "ByteLevel", "list": [1, 2]}},
+        "escaped": {"model": {"type": "BPE", "vocab": {"]}}": 0, "\"": 1}, "merges": ["] }", "}} ]"]}},
+        "std-but-extra": {"version": "1", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
+                          "pre_tokenizer": None, "post_processor": None, "decoder": None, "model": model},
+    }
+    for name, obj in layouts.items():
+        p = tmp_path / f"{name}.json"
+        p.write_text(json.dumps(obj, indent=1))
+        got = _read_tokenizer_json(p)
+        want = json.loads(p.read_text())
+        skipped = "merges" in want["model"] and "merges" not in got["model"]
+        if skipped:
+            want["model"].pop("merges")
+        assert got == want, name
+        assert skipped == (name in ("merges-last", "std-but-extra")), name
+    p = tmp_path / "cut.json"
+    p.write_text(json.dumps(layouts["merges-first"])[:-7])
+    with pytest.raises(VocabError, match="not valid JSON"):
+        load_vocab(p)
