@@ -359,8 +359,13 @@ def compare(given: DeploymentConfig, log: DeploymentConfig) -> list[dict[str, An
     out: list[dict[str, Any]] = []
 
     def add(key: str, a: Any, b: Any, src: str) -> None:
-        if a is not None and b is not None and str(a) != str(b):
-            out.append({"key": key, "given": a, "log": b, "log_source": src})
+        if a is None or b is None or str(a) == str(b):
+            return
+        if "$" in str(a) or "$" in str(b):
+            return  # an unexpanded shell variable ($MODELS/target) cannot be compared
+        if key.endswith("model") and str(a).rstrip("/").rsplit("/", 1)[-1] == str(b).rstrip("/").rsplit("/", 1)[-1]:
+            return  # the same model by another path (relative vs absolute, mounted elsewhere)
+        out.append({"key": key, "given": a, "log": b, "log_source": src})
 
     for key in _COMPARED:
         if key in given.args and key in log.args:

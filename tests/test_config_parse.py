@@ -184,6 +184,11 @@ def test_deployment_fact_prefers_cmd_and_keeps_disagreements():
     assert cfg.origin == "cmd" and cfg.max_num_seqs == 32 and cfg.temperature == 0.7
     keys = {c["key"] for c in cfg.conflicts}
     assert keys == {"max_num_seqs", "speculative_config"}
+    # Same model under another path, or a shell variable, is not a disagreement.
+    store = FactStore(Inputs(cmd="vllm serve /srv/m --max-num-seqs 8 --speculative-config "
+                                 "'{\"method\": \"ngram\", \"num_speculative_tokens\": 3}'", logs=["x.log"]),
+                      {"config.deployment": deployment}, preset={"logs.config_lines": lines})
+    assert store.get("config.deployment").conflicts == []
     assert cfg.alternates[0].speculative.method == "ngram"
 
 
