@@ -16,7 +16,7 @@ from spec_doctor.confignorm import looks_like_ngram_typo
 from spec_doctor.deployment import DeploymentConfig
 from spec_doctor.model import Category, Evidence, Finding, Fix, Severity
 from spec_doctor.registry import check
-from spec_doctor.specdata import (applicable_rules, flag_info, is_mtp_method, known_method, method_row,
+from spec_doctor.specdata import (NEWEST_EXAMINED, applicable_rules, flag_info, is_mtp_method, known_method, method_row,
                                   method_support, renamed_method, spec_key_status, unknown_keys_rejected)
 
 DOCS = "https://docs.vllm.ai/en/latest/features/spec_decode.html"
@@ -40,6 +40,9 @@ def _ver_ev(version: Version | None, source: str) -> Evidence:
     if version is None:
         return Evidence("vllm.version", "vLLM version unknown: version-dependent verdicts are less certain "
                                         "(pass --vllm-version X)")
+    if _base(version) > NEWEST_EXAMINED:
+        return Evidence(source, f"vLLM {version} (newer than {NEWEST_EXAMINED}, the newest release in "
+                                "spec-doctor's tables: version verdicts extrapolate)")
     return Evidence(source, f"vLLM {version}")
 
 
@@ -392,7 +395,8 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
     elif support.status == "supported":
         out.append(Finding("config.method.ok", Category.HEALTHY, Severity.INFO, 0.9,
                            f"vLLM {version} supports {label} speculation ('{name}')",
-                           evidence=(spec_ev, Evidence(support.source, support.row.get("versions", ""))),
+                           evidence=(spec_ev, _ver_ev(version, vsrc),
+                                     Evidence(support.source, f"supported in {support.row.get('versions', '')}")),
                            impact_score=0.0, data={"method": name}))
 
     if name == "suffix" and row.get("requires_package"):
