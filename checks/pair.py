@@ -139,9 +139,18 @@ def vocab_check(facts: Mapping[str, Any]) -> list[Finding]:
     cmp_ = pair.vocab
     if cmp_ is None:
         if pair.config_vocab_differs:
+            by_name = "config" not in (t.vocab_size_source, d.vocab_size_source) or \
+                t.vocab_size_source != d.vocab_size_source
+            if by_name:
+                cfg_ev = [Evidence(m.config_source if m.vocab_size_source == "config" else m.ref,
+                                   f"{m.role} vocab_size = {m.vocab_size}"
+                                   + ("" if m.vocab_size_source == "config" else " (model-card value for this name; no files here)"))
+                          for m in (t, d)]
             out.append(Finding(
                 id="pair.vocab.size-differs", category=Category.VOCAB_MISMATCH, severity=Severity.ERROR,
-                confidence=0.9, title=f"Draft vocab_size {d.vocab_size} != target vocab_size {t.vocab_size}",
+                confidence=0.6 if by_name else 0.9,
+                title=f"Draft vocab_size {d.vocab_size} != target vocab_size {t.vocab_size}"
+                      + (" (known values for these model names)" if by_name else ""),
                 evidence=tuple(cfg_ev) + (Evidence("tokenizers", pair.vocab_note or "not compared"),
                                           Evidence("vllm.version", _version_behaviour(version))),
                 fix=Fix("Use a draft with the target's vocab_size; if the tokenizers are the same, pad the draft.",

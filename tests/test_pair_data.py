@@ -16,7 +16,7 @@ from spec_doctor.registry import discover
 
 def rows():
     data = knowledge()
-    for section in ("vocab_gate", "known_size", "quantization"):
+    for section in ("vocab_gate", "known_size", "known_vocab", "quantization"):
         for row in data[section]:
             yield section, row
     for section in ("sizing", "methods"):

@@ -183,6 +183,16 @@ def test_names_only_draft_size():
     assert "pair.size.ok" in ok and "pair.size.draft-too-large" not in ok
 
 
+def test_names_only_qwen_padding_trap_with_lower_confidence():
+    found = run_pair(target="Qwen/Qwen2.5-7B-Instruct", draft="Qwen/Qwen2.5-0.5B-Instruct")
+    f = found["pair.vocab.size-differs"][0]
+    assert f.confidence <= 0.6 and (f.data["target_vocab_size"], f.data["draft_vocab_size"]) == (152064, 151936)
+    assert any("model-card value" in e.detail for e in f.evidence)
+    # same padded size by name (7B draft for 32B; Qwen3 at any size): no vocab finding at all
+    for target, draft in (("Qwen2.5-32B-Instruct", "Qwen2.5-7B-Instruct"), ("/Qwen/Qwen3-4B", "/Qwen/Qwen3-0___6B")):
+        assert not vocab_ids(run_pair(target=target, draft=draft)), (target, draft)
+
+
 def test_head_checkpoint_named_after_target_is_not_a_draft_model():
     found = run_pair(target="google/gemma-4-31B-it", draft="dflash:RedHatAI/gemma-4-31B-it-speculator.dflash")
     assert not any(i.startswith(("pair.size.draft", "pair.vocab")) for i in found)

@@ -169,7 +169,8 @@ class ModelInfo:
     dtype: str | None = None
     quantization: str | None = None
     quantization_source: str | None = None
-    vocab_size: int | None = None  # config.json vocab_size
+    vocab_size: int | None = None  # config.json vocab_size (or a model-card value for a known name)
+    vocab_size_source: str | None = None  # "config" | "known-vocab table"
     embedding_rows: int | None = None  # from the safetensors header
     lm_head_rows: int | None = None
     model_type: str | None = None
@@ -341,6 +342,11 @@ def load_model_info(role: str, ref: str, source: str, allow_download: bool = Fal
             info.param_confidence = 0.6 if guess.basis == "known-size table" else 0.45
         info.quantization = quantization_from_name(ref)
         info.quantization_source = "name" if info.quantization else None
+        name = normalize_name(ref)
+        for row in knowledge().get("known_vocab", []):
+            if re.search(row["pattern"], name):
+                info.vocab_size, info.vocab_size_source = row["vocab_size"], "known-vocab table"
+                break
         return info
     problems = info.problems
     cfg = _read_json_file(path / "config.json", problems)
@@ -350,6 +356,7 @@ def load_model_info(role: str, ref: str, source: str, allow_download: bool = Fal
     info.generation_config = _read_json_file(path / "generation_config.json", problems)
     text = _text_config(cfg)
     info.vocab_size = _int(text.get("vocab_size"))
+    info.vocab_size_source = "config" if info.vocab_size else None
     if cfg and info.vocab_size is None:
         problems.append("config.json has no vocab_size")
     info.model_type = cfg.get("model_type") if isinstance(cfg.get("model_type"), str) else None
