@@ -7,7 +7,8 @@ the install's own metadata and binaries win over the table wherever they say som
 
 Findings describe *this machine*. When the log or --vllm-version names another vLLM version than the
 one installed here (fact ``env.scope``), the deployment runs elsewhere: problems found here are
-downgraded to information and no "environment OK" is claimed for the deployment.
+downgraded to information. When logs are given without a version, problems found here are still
+reported, but "environment OK" is claimed only when the installed vLLM is known to be the deployment's.
 """
 
 from __future__ import annotations
