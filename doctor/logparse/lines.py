@@ -46,7 +46,7 @@ SPEC_V0_TIMES = re.compile(r"SpecDecodeWorker stage times: average_time_per_prop
 
 # Periodic stats, vllm/engine/metrics.py (V0) and vllm/v1/metrics/loggers.py (V1): parsed field by field
 # because the V1 line is composed from optional parts (0.11.1+) and may be cut anywhere.
-STATS_ANCHOR = re.compile(r"(?:(?:Engine (\d+)|(\d+) Engines Aggregated): )?Avg prompt throughput: ")
+STATS_ANCHOR = re.compile(r"(?:(?:Engine (\d{1,6})|(\d{1,6}) Engines Aggregated): )?Avg prompt throughput: ")
 _STATS_FIELDS = {
     "prompt_tps": re.compile(r"Avg prompt throughput: " + _NUM + " tokens/s"),
     "gen_tps": re.compile(r"Avg generation throughput: " + _NUM + " tokens/s"),
@@ -54,7 +54,7 @@ _STATS_FIELDS = {
     "waiting": re.compile(r"(?:Waiting|Pending): (\d+) reqs"),
     "swapped": re.compile(r"Swapped: (\d+) reqs"),
     "preemptions": re.compile(r"Preemptions: (\d+)"),
-    "kv_usage": re.compile(r"(?:GPU|\w+) KV cache usage: " + _NUM + "%"),
+    "kv_usage": re.compile(r"(?:GPU|\w{1,12}) KV cache usage: " + _NUM + "%"),
     "cpu_kv_usage": re.compile(r"CPU KV cache usage: " + _NUM + "%"),
     "prefix_hit": re.compile(r"(?<!External )(?<!MM )Prefix cache hit rate: " + _NUM + "%"),
 }
@@ -79,7 +79,7 @@ SPEC_CONFIG_REPR = re.compile(
     r"(?:draft_)?model='?(?P<model>[^',)]*)'?, num_spec_tokens=(?P<k>\d+)\)")
 STARTUP = {
     # name -> (regex, converter); the first group is the value.
-    "gpu_kv_cache_tokens": (re.compile(r"(?:GPU|CPU|XPU|TPU|HPU|NPU|[\w +]+) KV cache size: ([\d,]+) tokens"), "int"),
+    "gpu_kv_cache_tokens": (re.compile(r"(?:GPU|CPU|XPU|TPU|HPU|NPU|[\w +]{1,20}) KV cache size: ([\d,]+) tokens"), "int"),
     "max_concurrency": (re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x"), "concurrency"),
     "available_kv_memory_gib": (re.compile(r"Available KV cache memory: ([\d.]+) ?GiB"), "float"),
     "model_weights_gib": (re.compile(r"Model loading took ([\d.]+) ?GiB(?: memory)? and ([\d.]+) seconds"), "float"),
@@ -110,9 +110,9 @@ BENCH_FIELD = re.compile(r"\s*(Successful requests|Failed requests|Maximum reque
 # What the chunk prefilter looks for right after the `[file:line] ` header: the start of every message
 # above. Errors and warnings are found by the level/exception needles instead.
 MESSAGE_STARTS = (
-    r"SpecDecoding metrics", r"Speculative metrics", r"SpecDecodeWorker stage", r"Engine \d+: Avg",
-    r"\d+ Engines Aggregated", r"Avg prompt throughput", r"Prefix cache hit rate", r"vLLM", r"non-default args",
-    r"args: ", r"Initializing", r"[\w +]+ KV cache size", r"Maximum concurrency", r"Available KV cache memory",
+    r"SpecDecoding metrics", r"Speculative metrics", r"SpecDecodeWorker stage", r"Engine \d{1,6}: Avg",
+    r"\d{1,6} Engines Aggregated", r"Avg prompt throughput", r"Prefix cache hit rate", r"vLLM", r"non-default args",
+    r"args: ", r"Initializing", r"[\w +]{1,20} KV cache size", r"Maximum concurrency", r"Available KV cache memory",
     r"Model loading took", r"Memory profiling", r"the current vLLM", r"model weights take", r"Graph capturing",
     r"Loading drafter", r"Starting to load draft", r"Capturing model for", r"# \w+ blocks", r"Chunked prefill is",
     r"Sequence group",
@@ -144,8 +144,10 @@ def split_records(line: str) -> list[str]:
     out: list[str] = []
     for part in parts:
         starts = [m.start() for m in _HEADER_START.finditer(part)]
-        # A record is split only where a header follows other text (not at the start).
-        cuts = [s for s in starts if s > 0 and part[:s].strip()]
+        # Split where a header follows another record. Text before the first header is a prefix
+        # (docker-compose service, VLLM_LOGGING_PREFIX) unless it is long enough to be a record itself.
+        cuts = starts[1:] if starts and len(part[:starts[0]].strip()) <= 80 else starts
+        cuts = [c for c in cuts if c > 0 and part[:c].strip()]
         if not cuts:
             out.append(part)
             continue

@@ -74,24 +74,26 @@ def scan(stream: BinaryIO, prefilter: Pattern[bytes], needles: Iterable[bytes],
     """
     st = stats or ReadStats()
     needles = tuple(needles)
+    # read1: a truncated .gz then yields everything before the damage instead of failing one big read.
+    read = stream.read1 if isinstance(stream, gzip.GzipFile) else stream.read
     lineno = 1  # number of the line that starts at offset 0 of the current buffer
     carry = b""
     skipping = False  # inside an over-long line whose head was already kept in `carry`
     first = True
     while True:
         try:
-            block = stream.read(chunk_size)
+            block = read(chunk_size)
         except (OSError, EOFError, gzip.BadGzipFile) as exc:  # corrupt or truncated .gz
             if st.bytes_read == 0:
                 raise LogReadError(f"cannot read: {exc}") from None
             block = b""
         if first and block:
-            st.nul_bytes = block[:65536].count(b"\0")
-            first = False
+            st.nul_bytes += block[:65536].count(b"\0")
+            first = st.bytes_read + len(block) < 65536
         st.bytes_read += len(block)
         if not block:
             if carry:
-                _select(carry, prefilter, needles, on_line, lineno, max_line, context)
+                _select(carry, prefilter, needles, on_line, lineno, max_line, context, st)
                 st.lines = lineno
             else:
                 st.lines = lineno - 1
@@ -118,12 +120,12 @@ def scan(stream: BinaryIO, prefilter: Pattern[bytes], needles: Iterable[bytes],
             carry = carry[:max_line]
             skipping = True
             st.truncated_lines += 1
-        lineno = _select(body, prefilter, needles, on_line, lineno, max_line, context)
+        lineno = _select(body, prefilter, needles, on_line, lineno, max_line, context, st)
 
 
 def _select(body: bytes, prefilter: Pattern[bytes], needles: tuple[bytes, ...],
             on_line: Callable[[int, bytes], None], lineno: int, max_line: int,
-            context: dict[bytes, int] | None = None) -> int:
+            context: dict[bytes, int] | None = None, stats: ReadStats | None = None) -> int:
     """Process the selected lines of ``body`` (complete lines); return the line number after it."""
     # Collect the start offsets of selected lines from every selector, then visit them in order.
     starts: set[int] = set()
@@ -173,5 +175,7 @@ def _select(body: bytes, prefilter: Pattern[bytes], needles: tuple[bytes, ...],
             e = len(body)
         if e - s > max_line:
             e = s + max_line
+            if stats is not None:
+                stats.truncated_lines += 1
         on_line(lineno, body[s:e])
     return lineno + body.count(b"\n", last)
