@@ -241,6 +241,7 @@ _COMMAND_MODULES: list[str] = [
     "spec_doctor.cli_compare",
     "spec_doctor.cli_vram",
     "spec_doctor.cli_fix",
+    "spec_doctor.cli_tune",
     "spec_doctor.cli_probe",
 ]
 
