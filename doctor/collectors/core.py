@@ -44,6 +44,7 @@ SECTION_FACTS = {
     "memory": "memory.budget",
     "vram": "vram.samples",
     "probe": "probe.result",
+    "fleet": "fleet.summary",
 }
 
 
