@@ -510,11 +510,15 @@ def prefix_cache(facts: Mapping[str, Any]) -> list[Finding]:
                 continue
             if f.spec_streams and s.spec_formats == {"v0"}:
                 continue  # V0 has no hybrid KV cache manager
+            # Only EAGLE-style drafters share the target's KV groups; a draft model, n-gram or suffix
+            # drafter cannot cause it, and 0 % hits is normal for traffic without shared prefixes.
+            if method in ("ngram", "suffix", "draft_model", "medusa", "mlp_speculator"):
+                continue
             conf = 0.6
             inside = _in(version, bug.get("versions"))
             if inside is False:
                 conf = 0.35
-            if method in ("ngram", "suffix", "draft_model"):
+            if not method:
                 conf *= 0.6
             if s.prefix_seen == 1:
                 conf *= 0.9
