@@ -243,6 +243,7 @@ _COMMAND_MODULES: list[str] = [
     "spec_doctor.cli_fix",
     "spec_doctor.cli_tune",
     "spec_doctor.cli_probe",
+    "spec_doctor.cli_watch",
 ]
 
 
