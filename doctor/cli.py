@@ -65,6 +65,24 @@ def _check_file(path: str, what: str) -> None:
         raise InputError(f"{what} '{path}' is not readable (permission denied)")
 
 
+def _busy(inputs: object) -> object:
+    """A spinner on stderr while diagnosing, when stderr is a terminal (scrapes wait --metrics-interval,
+    --watch-vram samples, the probe generates: seconds with nothing printed otherwise)."""
+    import contextlib
+
+    if not sys.stderr.isatty():
+        return contextlib.nullcontext()
+    from rich.console import Console
+
+    what = "diagnosing"
+    interval = getattr(inputs, "metrics_interval_s", 0)
+    if getattr(inputs, "metrics_urls", None) and not getattr(inputs, "metrics_baseline", None) and interval:
+        what += f" (scraping /metrics twice, {interval:g} s apart)"
+    if getattr(inputs, "watch_vram_s", None):
+        what += f" (watching VRAM for {inputs.watch_vram_s:g} s)"  # type: ignore[attr-defined]
+    return Console(stderr=True).status(f"spec-doctor: {what}...", spinner="dots")
+
+
 def _write_output(text: str, output: Optional[str]) -> None:
     if output is None or output == "-":
         sys.stdout.write(text)
@@ -157,7 +175,8 @@ def check_cmd(
         ignore_file = DEFAULT_IGNORE_FILE
     ignores = load_ignore_file(ignore_file) if ignore_file else []
     base = baseline_keys(baseline) if baseline else None
-    diag = diagnose(inputs, only=only, skip=skip)
+    with _busy(inputs):
+        diag = diagnose(inputs, only=only, skip=skip)
     if diag.input_errors:
         raise InputError(diag.input_errors[0])
     diag.gate(ignores, base)
