@@ -195,6 +195,10 @@ def metrics_units(window: Any) -> dict[str | None, dict[str, Any]]:
     groups: dict[str | None, list[Any]] = {}
     for (engine, _model), d in sorted(window.engines.items()):
         groups.setdefault(_engine_key(engine), []).append(d)
+    # Since 0.8.3 engine counters carry an `engine` label; series without one next to them belong to
+    # the API server (request counts), not to another engine.
+    if len(groups) > 1:
+        groups.pop(None, None)
     out: dict[str | None, dict[str, Any]] = {}
     for key, deltas in groups.items():
         d = merge_deltas(deltas, engine=key or "")

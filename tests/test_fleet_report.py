@@ -34,12 +34,16 @@ class _Servers(http.server.BaseHTTPRequestHandler):
     def do_GET(self):  # noqa: N802
         parts = self.path.strip("/").split("/")
         scenario = parts[0].split("@")[0]  # healthy@2: a second server in the same state
-        if len(parts) != 2 or parts[1] != "metrics" or not (GEN / f"{scenario}-before.txt").exists():
+        # real/<name>: the real vLLM 0.32 scrapes of fixtures/fleet; otherwise fixtures/metrics/gen.
+        real = scenario.startswith("real-")
+        files = [FLEET / f"{scenario[5:]}-metrics-{w}.txt" if real else GEN / f"{scenario}-{w}.txt"
+                 for w in ("before", "after")]
+        if len(parts) != 2 or parts[1] != "metrics" or not files[0].exists():
             self.send_error(404)
             return
         n = _Servers.hits.get(parts[0], 0)
         _Servers.hits[parts[0]] = n + 1
-        body = (GEN / f"{scenario}-{'before' if n == 0 else 'after'}.txt").read_bytes()
+        body = files[0 if n == 0 else 1].read_bytes()
         self.send_response(200)
         self.send_header("Content-Type", "text/plain; version=0.0.4")
         self.send_header("Content-Length", str(len(body)))
@@ -129,23 +133,40 @@ def test_data_parallel_engines_of_one_log_are_units():
 
 
 # -- real vLLM servers with different drafts (fixtures/fleet) -----------------------------------------
-def _fleet_logs() -> list[Path]:
-    logs = sorted(FLEET.glob("*.log"))
-    if len(logs) < 2:
-        pytest.skip("fixtures/fleet has no recorded server logs")
-    return logs
+HEALTHY, RANDOM = FLEET / "healthy.log", FLEET / "random-draft.log"
 
 
-def test_replica_with_another_draft_is_named_with_evidence_from_each():
-    healthy, random_draft = FLEET / "healthy.log", FLEET / "random-draft.log"
-    if not (healthy.exists() and random_draft.exists()):
-        pytest.skip("fixtures/fleet lacks the healthy / random-draft server logs")
-    rep, found = run(logs=[str(healthy), str(healthy), str(random_draft)])
+def test_replica_with_another_draft_is_named_with_evidence_from_each(tmp_path):
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        shutil.copy(HEALTHY, tmp_path / name / "vllm.log")
+    (tmp_path / "c").mkdir()
+    shutil.copy(RANDOM, tmp_path / "c" / "vllm.log")
+    rep, found = run(logs=[str(tmp_path / n / "vllm.log") for n in "abc"])
     f = found["fleet.config.draft-differs"]
     assert f["category"] == "config-unsupported-combo" and f["severity"] == "warning"
-    assert "random-draft.log" in f["title"]
-    assert len(f["evidence"]) == 3 and all(":" in e["source"] for e in f["evidence"])
+    assert f["title"].startswith("c/vllm.log speculates differently") and "draft-random" in f["title"]
+    assert "2 other server(s)" in f["title"] and "draft-identical" in f["title"]
+    # Evidence from each server: its own engine-config / non-default-args line.
+    assert [e["source"].split("/vllm.log:")[0][-1] for e in f["evidence"]] == ["c", "a", "b"]
     assert "--speculative-config" in f["fix"]["commands"][0] and "draft-identical" in f["fix"]["commands"][0]
+    # The random draft accepts nothing while the identical one accepts everything: the outlier too.
+    out = found["fleet.acceptance.outlier"]
+    assert out["title"].startswith("c/vllm.log accepts 0.0%")
+    assert out["data"]["median_others"] == pytest.approx(1.0)
+    # K and version agree (3, 0.32.0): not reported.
+    assert "fleet.config.k-differs" not in found and "fleet.config.version-differs" not in found
+
+
+def test_real_scrapes_of_the_two_servers(servers):
+    urls = servers("real-healthy", "real-random-draft")
+    rep, found = run(metrics_urls=urls)
+    rows = rep["sections"]["fleet"]["servers"]
+    assert rows[0]["acceptance_rate"] == pytest.approx(1.0) and rows[1]["acceptance_rate"] < 0.01
+    assert rows[0]["k"] == rows[1]["k"] == 3
+    assert "fleet.acceptance.outlier" in found
+    # /metrics does not say which draft a server runs: no drift finding without the logs.
+    assert "fleet.config.draft-differs" not in found
 
 
 # -- /metrics endpoints ------------------------------------------------------------------------------

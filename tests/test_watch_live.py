@@ -43,8 +43,9 @@ def stream_figures(lf) -> dict:
 @pytest.mark.parametrize("path", real_logs(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_tail_in_random_pieces_equals_the_batch_parse(path, tmp_path):
     """Fed in random pieces (cut mid-line), the tail ends where one parse of the whole file does."""
-    whole = parse_log(str(path), "x.log")
-    data = path.read_bytes()
+    data = path.read_bytes()  # one snapshot (a scenario log may still be being written)
+    (tmp_path / "whole.log").write_bytes(data)
+    whole = parse_log(str(tmp_path / "whole.log"), "x.log")
     out = tmp_path / "x.log"
     out.write_bytes(b"")
     tail = LogTail(str(out), "x.log")
@@ -253,3 +254,29 @@ def test_nvml_replay_feeds_vram_samples():
     w.diagnose()
     ids = {f.id for f in w.seen_findings()}
     assert "memory.vram.summary" in ids
+
+
+def test_watch_two_growing_replica_logs_raises_the_fleet_findings(tmp_path):
+    """Two real vLLM servers (fixtures/fleet) write their logs while watch follows both."""
+    fleet = FIXTURES / "fleet"
+    logs = [tmp_path / "replica-1.log", tmp_path / "replica-2.log"]
+    for p in logs:
+        p.write_text("")
+    stop = threading.Event()
+    writers = [_appender(fleet / "healthy.log", logs[0], 0.01, stop),
+               _appender(fleet / "random-draft.log", logs[1], 0.01, stop)]
+    try:
+        proc = run_cli("watch", "--log", str(logs[0]), "--log", str(logs[1]), "--no-nvml", "--only", "fleet",
+                       "--iterations", "12", "--interval", "0.5", "--check-every", "0.5", "--fail-on", "warning")
+    finally:
+        stop.set()
+        for w in writers:
+            w.join()
+    assert "Traceback" not in proc.stderr, proc.stderr
+    new = [ln for ln in proc.stdout.splitlines() if ln.startswith("NEW ")]
+    drift = [ln for ln in new if ln.startswith("NEW warning fleet.config.draft-differs")]
+    assert len(drift) == 1 and "replica-2.log speculates differently" in drift[0]
+    assert sum(ln.startswith("NEW warning fleet.acceptance.outlier") for ln in new) == 1
+    last = [ln for ln in proc.stdout.splitlines() if ln.startswith("[")][-1]
+    assert "replica-1.log: accept 100.0% now / 100.0% all" in last and "replica-2.log: accept 0.0% now" in last
+    assert proc.returncode == 1
