@@ -40,6 +40,8 @@ def pair_servers(logs: list[str], urls: list[str]) -> list[tuple[str | None, str
 
 def short_name(path_or_url: str) -> str:
     """A short display name: the file name, or host:port of a URL."""
+    if path_or_url == "-":
+        return "<stdin>"
     if "://" in path_or_url or path_or_url.startswith(("localhost", "127.")):
         rest = path_or_url.split("://", 1)[-1]
         return rest.split("/", 1)[0]

@@ -320,7 +320,8 @@ class Watch:
         self.only, self.skip = list(only), list(skip)
         self.catalog = catalog or discover()
         self.tails: list[LogTail] = [StdinTail(stdin) if p == "-" else LogTail(p) for p in inputs.logs]
-        timeout = min(5.0, float(inputs.timeout_s))
+        # A scrape may not hold up the refresh much longer than one interval (a host that never answers).
+        timeout = min(5.0, float(inputs.timeout_s), max(1.0, interval_s))
         self.pollers = [MetricsPoller(u, timeout) for u in inputs.metrics_urls]
         self.nv = nv
         self.vram = VramWatch(nv, clock, interval_s) if nv is not None else None
@@ -379,8 +380,14 @@ class Watch:
     def refresh(self) -> Frame:
         for t in self.tails:
             t.poll()
-        for p in self.pollers:
-            p.poll()
+        if len(self.pollers) > 1:  # several servers: scrape them at once
+            import concurrent.futures as cf
+
+            with cf.ThreadPoolExecutor(max_workers=min(8, len(self.pollers))) as pool:
+                list(pool.map(lambda p: p.poll(), self.pollers))
+        else:
+            for p in self.pollers:
+                p.poll()
         if self.vram is not None:
             try:
                 self.vram.poll()
