@@ -11,6 +11,7 @@ from typing import Any, Iterable, Mapping, Optional
 
 from spec_doctor.model import Evidence, Finding, Fix
 from spec_doctor.registry import check
+from spec_doctor.sampling import hot_sampling
 
 SIGNALS = "https://github.com/vllm-project/vllm/blob/v0.10.2/vllm/v1/spec_decode/metrics.py"
 STATS = "https://github.com/vllm-project/vllm/blob/v0.11.1/vllm/v1/metrics/loggers.py"
@@ -189,13 +190,14 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
     """
     out = []
     k_cfg = _deployment_k(facts)
+    hot = hot_sampling(facts.get("config.deployment"))
     for f in _files(facts):
         for s in f.spec_streams:
-            out.extend(_acceptance_stream(s, k_cfg))
+            out.extend(_acceptance_stream(s, k_cfg, hot))
     return out
 
 
-def _acceptance_stream(s, k_cfg: Optional[int]) -> list[Finding]:
+def _acceptance_stream(s, k_cfg: Optional[int], hot: Optional[tuple] = None) -> list[Finding]:
     out: list[Finding] = []
     v0 = s.spec_formats == {"v0"}
     k = s.k or k_cfg
@@ -229,8 +231,12 @@ def _acceptance_stream(s, k_cfg: Optional[int]) -> list[Finding]:
         else:
             low = rate is not None and rate < LOW_RATE_V1
     if low:
-        out.append(Finding("logs.acceptance.low", "low-acceptance", "warning", 0.7,
-                           f"The draft is rarely accepted: {desc}",
+        # At a hot temperature sampling is not ruled out (sampling.temperature reports that): the draft
+        # itself can only be judged at T=0.
+        out.append(Finding("logs.acceptance.low", "low-acceptance", "info" if hot else "warning",
+                           0.35 if hot else 0.7,
+                           f"The draft is rarely accepted: {desc}"
+                           + (f" (at temperature {hot[0]:g}: sampling not ruled out)" if hot else ""),
                            (ev,), Fix("Measure acceptance at temperature 0 on your own prompts, then try a draft "
                                       "trained for this target (EAGLE3/MTP head) or a lower K.",
                                       ("spec-doctor check --probe offline --target <target> --draft <draft> "
@@ -242,7 +248,7 @@ def _acceptance_stream(s, k_cfg: Optional[int]) -> list[Finding]:
                            f"Speculation is on and accepts {mal:.2f} tokens/step" + (f" (K={k})" if k else ""),
                            (ev,), data=data))
     # K too large: the last position is almost never accepted (gradual curve, not exact zeros).
-    if tail is None and len(per) >= 2 and per[-1] < 0.10 and s.pos_drafts >= 50:
+    if tail is None and not hot and len(per) >= 2 and per[-1] < 0.10 and s.pos_drafts >= 50:
         keep = max(1, sum(1 for p in per if p >= 0.15))
         out.append(Finding("logs.acceptance.k-too-large", "k-too-large", "warning", 0.6,
                            f"Draft positions {keep + 1}-{len(per)} are accepted less than 15% of the time; K={len(per)} "

@@ -15,6 +15,7 @@ from spec_doctor.collectors.metrics import MAX_INTERVAL_S, SCRAPE_TIMEOUT_S
 from spec_doctor.model import Evidence, Finding, Fix
 from spec_doctor.promparse import EngineDelta, Gauges, MetricsWindow, metric_names, metric_table, per_model
 from spec_doctor.registry import check
+from spec_doctor.sampling import hot_sampling
 
 # Collecting metrics.deltas waits --metrics-interval between two scrapes inside the first check that
 # needs it; the default per-check timeout (30 s) would cut a long interval short.
@@ -349,6 +350,7 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
     conservative floor), c ~ 0.13 for a small draft on a GPU with CUDA graphs (vLLM PR #9298).
     """
     spec = _spec(facts)
+    hot = hot_sampling(facts.get("config.deployment"))
     out = []
     for w, d in _spec_windows(facts):
         if d.legacy_v0 or not d.num_drafts or d.num_drafts < threshold("min_drafts") or not _enough_traffic(d):
@@ -381,11 +383,13 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
                 data=data))
         elif al < 1 + k * c_typ:
             sure = al < 1 + k * c_low
+            # At a hot temperature sampling is not ruled out (sampling.temperature reports that).
             out.append(Finding(
-                "metrics.acceptance.low", "low-acceptance", "warning", 0.85 if sure else 0.6,
+                "metrics.acceptance.low", "low-acceptance", "info" if hot else "warning",
+                0.35 if hot else (0.85 if sure else 0.6),
                 f"Speculation accepts only {al:.2f} tokens/step with K={k} "
                 f"(acceptance {_pct(rate)}): {'slower than' if sure else 'likely no faster than'} "
-                "decoding without it",
+                "decoding without it" + (f" (at temperature {hot[0]:g}: sampling not ruled out)" if hot else ""),
                 evidence=ev,
                 fix=Fix("Use a draft that matches the target and workload (same family, EAGLE-3 head) and "
                         "lower the temperature if sampling is hot; otherwise serve without speculation",
@@ -449,6 +453,8 @@ def positions(facts: Mapping[str, Any]) -> list[Finding]:
                 data={"endpoint": w.endpoint, "model": d.model, "first_dead_position": dead, "k": k,
                       "accepted_per_pos": counts, "num_drafts": n}))
             continue
+        if hot_sampling(facts.get("config.deployment")):
+            continue  # at a hot temperature the tail reflects sampling; judge K at T=0 (sampling.temperature)
         c_low, c_typ = _costs(spec)
         choice = _k_choice(survival, c_low)
         if choice.turn_off or choice.k is None or choice.k >= k:

@@ -17,8 +17,12 @@ from evaluation import score, table
 SCENARIOS = FIXTURES / "vllm-cpu" / "scenarios"
 
 
-def scenario_args(d):
+def scenario_args(d, meta):
     args = ["--log", str(d / "log.txt")]
+    temperature = (meta.get("load") or {}).get("temperature")
+    if temperature is not None:
+        # What the user knows about their traffic and tells spec-doctor.
+        args += ["--temperature", str(temperature)]
     if (d / "cmd.txt").exists():
         args += ["--cmd-file", str(d / "cmd.txt")]
     if (d / "metrics-before.txt").exists() and (d / "metrics-after.txt").exists():
@@ -37,7 +41,7 @@ def test_scenario_hit_rate(capsys):
     rows, failures = [], []
     for d in dirs:
         meta = json.loads((d / "manifest.json").read_text())
-        r = score(meta["name"], scenario_args(d), meta["expected_primary"], meta.get("must_not", []))
+        r = score(meta["name"], scenario_args(d, meta), meta["expected_primary"], meta.get("must_not", []))
         rows.append(r)
         if meta.get("healthy") or meta["expected_primary"] == "healthy":
             ok = r.verdict == "healthy" and not r.violations
