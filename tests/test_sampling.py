@@ -16,7 +16,7 @@ LOG_OK = [{"acceptance_rate": 0.81, "mean_acceptance_length": 3.4, "source": "lo
 
 
 def test_hot_and_low_is_high_temperature():
-    out = temperature({"config.deployment": _cfg(1.0), "logs.acceptance": LOG_LOW, "metrics.deltas": None})
+    out = temperature.fn({"config.deployment": _cfg(1.0), "logs.acceptance": LOG_LOW, "metrics.deltas": None})
     assert [f.id for f in out] == ["sampling.temperature.low-acceptance"]
     f = out[0]
     assert f.category.value == "high-temperature" and f.severity.value == "warning"
@@ -25,6 +25,6 @@ def test_hot_and_low_is_high_temperature():
 
 
 def test_cool_or_fine_is_silent():
-    assert temperature({"config.deployment": _cfg(0.0), "logs.acceptance": LOG_LOW, "metrics.deltas": None}) == []
-    assert temperature({"config.deployment": _cfg(None), "logs.acceptance": LOG_LOW, "metrics.deltas": None}) == []
-    assert temperature({"config.deployment": _cfg(1.0), "logs.acceptance": LOG_OK, "metrics.deltas": None}) == []
+    assert temperature.fn({"config.deployment": _cfg(0.0), "logs.acceptance": LOG_LOW, "metrics.deltas": None}) == []
+    assert temperature.fn({"config.deployment": _cfg(None), "logs.acceptance": LOG_LOW, "metrics.deltas": None}) == []
+    assert temperature.fn({"config.deployment": _cfg(1.0), "logs.acceptance": LOG_OK, "metrics.deltas": None}) == []
