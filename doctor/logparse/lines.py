@@ -13,10 +13,17 @@ from typing import Optional
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # The generic header (vllm/logger.py _FORMAT, every release): optional custom/docker prefix, optional
 # process tag `(APIServer pid=1)`, level, `%m-%d %H:%M:%S`, `[file:line]` (no `[` before 0.8.0).
-_HEADER = re.compile(
-    r"(?P<custom>.*?)(?:\((?P<proc>[\w\-.]+) pid=(?P<pid>\d+)(?:, ip=[^)]*)?\)\s+)?"
+_HEADER_REST = (
+    r"(?:\((?P<proc>[\w\-.]+) pid=(?P<pid>\d+)(?:, ip=[^)]*)?\)\s+)?"
     r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+(?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)?\s+"
     r"\[?(?P<file>[^\s\]]+?):(?P<lineno>\d+)\]\s(?P<msg>.*)")
+_HEADER = re.compile(r"(?P<custom>.*?)" + _HEADER_REST)
+# Fast path: the same header with nothing or a docker-compose prefix before it, matched at the start. Where it
+# matches, `_HEADER` matches identically: its lazy prefix cannot stop inside `name  | ` (no `(`, and a level
+# word there is never followed by whitespace and a digit), so both find the header at the same offset.
+_HEADER_FAST = re.compile(r"(?P<custom>(?:(?P<dock>[\w.\-]+)\s+\|\s)?)" + _HEADER_REST)
+# A level word and time stamp: every header start (`_HEADER_START`) contains one.
+_LEVEL_TS = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d")
 # Where a second record starts inside one physical line (two records glued together).
 _HEADER_START = re.compile(
     r"(?:\([\w\-.]+ pid=\d+(?:, ip=[^)]*)?\)\s+)?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d")
@@ -168,12 +175,35 @@ def parse_envelope(text: str) -> Record:
         dm = _DOCKER.match(text)
         return Record(msg=text.strip(), proc=tag.group("proc") if tag else None,
                       pid=int(tag.group("pid")) if tag else None, prefix=dm.group(1) if dm else "")
+    return _header_record(m)
+
+
+def _header_record(m: "re.Match[str]") -> Record:
     custom = m.group("custom") or ""
     dm = _DOCKER.match(custom)
     prefix = dm.group(1) if dm else custom.strip().rstrip("|").strip()
     return Record(msg=m.group("msg"), level=m.group("level"), ts=m.group("ts"), proc=m.group("proc"),
                   pid=int(m.group("pid")) if m.group("pid") else None, prefix=prefix[:80],
                   file=m.group("file"))
+
+
+# -- fast paths: same results as the reference functions above (tests/test_logs_fastpath.py) -------------------
+def is_single_record(line: str) -> bool:
+    """True when ``split_records(line) == [line]``, decided without the header scan in most cases; False means
+    "maybe not" (call split_records)."""
+    if "\r" in line:
+        return False
+    m = _LEVEL_TS.search(line)
+    if m is None:
+        return True  # no header start at all
+    i = m.start()
+    # One header start, not after a record-sized text: split_records keeps the line whole.
+    return _LEVEL_TS.search(line, i + 1) is None and len(line[:i].strip()) <= 80
+
+
+def parse_envelope_fast(text: str) -> Record:
+    m = _HEADER_FAST.match(text)
+    return parse_envelope(text) if m is None else _header_record(m)
 
 
 def fnum(text: Optional[str]) -> Optional[float]:
@@ -186,6 +216,9 @@ def fnum(text: Optional[str]) -> Optional[float]:
     return None if v != v else v  # nan -> None
 
 
+_RATE = re.compile(r"\d+\.\d{3}")
+
+
 def parse_rates(text: Optional[str]) -> tuple[float, ...]:
     """'0.700, 0.500, 0.3' -> (0.7, 0.5); a value cut mid-token (no 3 decimals) is dropped."""
     if not text:
@@ -193,7 +226,7 @@ def parse_rates(text: Optional[str]) -> tuple[float, ...]:
     out = []
     for tok in text.split(","):
         tok = tok.strip()
-        if not re.fullmatch(r"\d+\.\d{3}", tok):
+        if not _RATE.fullmatch(tok):
             break
         out.append(float(tok))
     return tuple(out)
@@ -292,10 +325,105 @@ def parse_stats(msg: str) -> Optional[StatsLine]:
                      **ints)
 
 
-def parse_startup(msg: str) -> dict:
+# The common V1 stats line (loggers.py@v0.8.3..v0.11.0) in one match. Where it matches to the end, every field
+# regex of parse_stats finds its (single) field in it, so the values are the same.
+_STATS_V1 = re.compile(r"(?:(?:Engine (\d{1,6})|(\d{1,6}) Engines Aggregated): )?Avg prompt throughput: " + _NUM +
+                       r" tokens/s, Avg generation throughput: " + _NUM + r" tokens/s, Running: (\d+) reqs, "
+                       r"Waiting: (\d+) reqs, (?:Preemptions: (\d+), )?GPU KV cache usage: " + _NUM +
+                       r"%, Prefix cache hit rate: " + _NUM + r"%(?:, MM cache hit rate: " + _NUM + r"%)?\Z")
+
+
+def parse_stats_fast(msg: str) -> Optional[StatsLine]:
+    return parse_stats_v1(msg) or (parse_stats(msg) if "Avg prompt throughput: " in msg else None)
+
+
+def parse_stats_v1(msg: str) -> Optional[StatsLine]:
+    """The common V1 stats line only (else None)."""
+    m = _STATS_V1.match(msg)
+    if m is None:
+        return None
+    eng, agg, p, g, r, w, pre, kv, ph, _mm = m.groups()
+    return StatsLine(engine=int(eng) if eng else None, aggregated=agg is not None, prompt_tps=fnum(p),
+                     gen_tps=fnum(g), running=int(r), waiting=int(w), swapped=None,
+                     preemptions=int(pre) if pre is not None else None,
+                     kv_usage=fnum(kv), cpu_kv_usage=None, prefix_hit=fnum(ph), v0=False)
+
+
+def required_literals(rx: "re.Pattern[str]") -> Optional[tuple[str, ...]]:
+    """Strings of which every match of ``rx`` contains at least one (None: no such set found). Used to skip
+    a regex search with a cheap ``in`` test; exact, because it only reads the parsed pattern."""
+    if rx.flags & re.IGNORECASE or not isinstance(rx.pattern, str):
+        return None
+    from re import _constants as C  # type: ignore[attr-defined]
+    from re import _parser  # type: ignore[attr-defined]
+
+    def seq(items: list) -> Optional[tuple[str, ...]]:
+        best: Optional[tuple[str, ...]] = None
+        run: list[str] = []
+
+        def keep(cand: Optional[tuple[str, ...]]) -> None:
+            nonlocal best
+            if cand and (best is None or min(map(len, cand)) > min(map(len, best))):
+                best = cand
+
+        for op, av in list(items) + [(None, None)]:
+            if op is C.LITERAL:
+                run.append(chr(av))
+                continue
+            if run:
+                keep(("".join(run),))
+                run = []
+            if op is C.SUBPATTERN and not av[1] & re.IGNORECASE:
+                keep(seq(list(av[3])))
+            elif op is C.BRANCH:
+                alts = [seq(list(a)) for a in av[1]]
+                if all(alts):
+                    keep(tuple(x for a in alts for x in a))  # type: ignore[union-attr]
+            elif op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[0] >= 1:
+                keep(seq(list(av[2])))
+        return best
+
+    lits = seq(list(_parser.parse(rx.pattern, rx.flags & ~re.UNICODE)))
+    return lits if lits and min(map(len, lits)) >= 3 else None
+
+
+_GATES: dict = {}
+
+
+def search(rx: "re.Pattern[str]", msg: str) -> "Optional[re.Match[str]]":
+    """``rx.search(msg)``, skipped when ``msg`` lacks every literal the pattern needs."""
+    try:
+        lits = _GATES[rx]
+    except KeyError:
+        lits = _GATES[rx] = required_literals(rx)
+    if lits is not None:
+        for lit in lits:
+            if lit in msg:
+                break
+        else:
+            return None
+    return rx.search(msg)
+
+
+_STARTUP_GATES: list = []
+
+
+def _startup_gates() -> list:
+    if not _STARTUP_GATES:
+        _STARTUP_GATES.extend((name, v, required_literals(v[0])) for name, v in STARTUP.items())
+    return _STARTUP_GATES
+
+
+def parse_startup(msg: str, fast: bool = False) -> dict:
     """Start-up facts in this message: name -> value (int/float/str/tuple)."""
     out: dict = {}
-    for name, (rx, conv) in STARTUP.items():
+    for name, (rx, conv), lits in _startup_gates() if fast else ((n, v, None) for n, v in STARTUP.items()):
+        if lits is not None:
+            for lit in lits:
+                if lit in msg:
+                    break
+            else:
+                continue
         m = rx.search(msg)
         if not m:
             continue
@@ -314,9 +442,9 @@ def parse_startup(msg: str) -> dict:
     return out
 
 
-def parse_version(msg: str) -> Optional[str]:
+def parse_version(msg: str, fast: bool = False) -> Optional[str]:
     for rx in VERSION_PATTERNS:
-        m = rx.search(msg)
+        m = search(rx, msg) if fast else rx.search(msg)
         if m:
             return m.group(1).rstrip(".,")
     return None

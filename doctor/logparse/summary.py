@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from functools import lru_cache
+from typing import Any, Callable, Optional
 
 from ..facts import Sourced
 from . import lines as L
@@ -324,15 +325,35 @@ class LogFile:
 
     # -- the per-line handler ------------------------------------------------------------------
     def feed(self, lineno: int, raw: bytes) -> None:
+        """The fast path: same result as feed_reference (tests/test_logs_fastpath.py), less work per line."""
+        text = raw.decode("utf-8", errors="replace")
+        if text.endswith("\r"):
+            text = text[:-1]
+        if "\x1b" in text:
+            text = L.strip_ansi(text)
+        if L.is_single_record(text):
+            self._record(lineno, text, True)
+        else:
+            for part in L.split_records(text):
+                self._record(lineno, part, True)
+
+    def feed_reference(self, lineno: int, raw: bytes) -> None:
+        """The simple per-line path: every regex on every record (the reference the fast path is tested against)."""
         text = raw.decode("utf-8", errors="replace")
         if text.endswith("\r"):
             text = text[:-1]
         text = L.strip_ansi(text)
         for part in L.split_records(text):
-            self._record(lineno, part)
+            self._record(lineno, part, False)
 
-    def _record(self, lineno: int, text: str) -> None:
-        rec = L.parse_envelope(text)
+    def _record(self, lineno: int, text: str, fast: bool = False) -> None:
+        if fast:
+            m = L._HEADER_FAST.match(text)
+            if m is not None and self._hot(lineno, m):
+                return
+            rec = L.parse_envelope(text) if m is None else L._header_record(m)
+        else:
+            rec = L.parse_envelope(text)
         msg = rec.msg
         if rec.level:
             self.records += 1
@@ -342,12 +363,13 @@ class LogFile:
             engine = self._last_engine.get(origin)
             self._stream(rec, engine).add_spec(lineno, rec.ts, sp)
             return
-        stl = L.parse_stats(msg)
+        stl = L.parse_stats_fast(msg) if fast else L.parse_stats(msg)
         if stl is not None:
             self._last_engine[origin] = stl.engine
             self._stream(rec, stl.engine).add_stats(lineno, rec.ts, stl)
             return
-        m = L.PREFIX_V0.search(msg)
+        search = L.search if fast else _search
+        m = search(L.PREFIX_V0, msg)
         if m:
             engine = self._last_engine.get(origin)
             st = self._stream(rec, engine)
@@ -357,7 +379,7 @@ class LogFile:
                 st.prefix_seen += 1
                 st.max_prefix = v if st.max_prefix is None else max(st.max_prefix, v)
             return
-        m = L.PREEMPT_V0.search(msg)
+        m = search(L.PREEMPT_V0, msg)
         if m:
             self.v0_preemption_warnings += 1
             if m.group(2):
@@ -367,19 +389,50 @@ class LogFile:
             if len(self.v0_preemption_lines) < MAX_HITS_KEPT:
                 self.v0_preemption_lines.append(lineno)
             return
-        if rec.level is None and self._bench(lineno, msg):
+        if rec.level is None and self._bench(lineno, msg, search):
             return
-        m = L.SPEC_V0_TIMES.search(msg)
+        m = search(L.SPEC_V0_TIMES, msg)
         if m:
             self.spec_timing = Sourced({"proposal_ms_per_token": float(m.group(1)), "scoring_ms": float(m.group(2)),
                                         "verification_ms": float(m.group(3))}, self.src(lineno))
             return
-        self._startup(lineno, rec, msg)
-        self._signatures(lineno, rec, msg)
+        self._startup(lineno, rec, msg, fast)
+        self._signatures(lineno, rec, msg, fast)
         self._prev_text = msg[-300:]
 
-    def _bench(self, lineno: int, msg: str) -> bool:
-        if L.BENCH_HEADER.search(msg):
+    def _hot(self, lineno: int, m: "re.Match[str]") -> bool:
+        """A periodic stats or spec-metrics line in its common format: the effects of `_record` without the
+        generic chain (False: not such a line, nothing done)."""
+        msg = m.group("msg")
+        stl = sp = None
+        if msg.startswith(("SpecDecoding metrics: ", "Speculative metrics: ")):
+            sp = L.parse_spec(msg)
+            if sp is None:
+                return False
+        else:
+            stl = L.parse_stats_v1(msg)  # a whole-line match: it cannot be a spec line
+            if stl is None:
+                return False
+        self.records += 1
+        prefix = (m.group("dock") or "")[:80]
+        pid = m.group("pid")
+        origin = (prefix, int(pid) if pid else None)
+        if stl is None:
+            engine = self._last_engine.get(origin)
+        else:
+            engine = self._last_engine[origin] = stl.engine
+        key = (*origin, engine)
+        st = self.streams.get(key)
+        if st is None:
+            st = self.streams[key] = Stream(self.display, prefix, origin[1], engine, proc=m.group("proc"))
+        if stl is None:
+            st.add_spec(lineno, m.group("ts"), sp)  # type: ignore[arg-type]
+        else:
+            st.add_stats(lineno, m.group("ts"), stl)
+        return True
+
+    def _bench(self, lineno: int, msg: str, search: Callable) -> bool:
+        if search(L.BENCH_HEADER, msg):
             if len(self.bench) < 10:
                 self.bench.append({"source": self.src(lineno), "line": lineno})
             return True
@@ -391,8 +444,9 @@ class LogFile:
             return True
         return False
 
-    def _startup(self, lineno: int, rec: L.Record, msg: str) -> None:
-        v = L.parse_version(msg)
+    def _startup(self, lineno: int, rec: L.Record, msg: str, fast: bool = False) -> None:
+        search = L.search if fast else _search
+        v = L.parse_version(msg, fast)
         if v:
             src = self.src(lineno)
             if not self.versions_seen or self.versions_seen[-1][0] != v:
@@ -400,7 +454,7 @@ class LogFile:
                     self.versions_seen.append((v, src))
             if self.vllm_version is None:
                 self.vllm_version = Sourced(v, src)
-        m = L.ENGINE_INIT.search(msg)
+        m = search(L.ENGINE_INIT, msg)
         if m:
             marker, cfg = m.group(1), m.group(2)
             eng = "v0" if marker == "V0 " else "v1" if marker == "V1 " else (
@@ -414,15 +468,15 @@ class LogFile:
             elif "speculative_config=None" in cfg:
                 self.spec_off = self.src(lineno)
             return
-        m = L.NON_DEFAULT_ARGS.search(msg)
+        m = search(L.NON_DEFAULT_ARGS, msg)
         if m:
             self._config_line("non-default-args", m.group(1), lineno)
             return
-        m = L.ARGS_NAMESPACE.search(msg)
+        m = search(L.ARGS_NAMESPACE, msg)
         if m:
             self._config_line("args", m.group(1), lineno)
             return
-        for name, value in L.parse_startup(msg).items():
+        for name, value in L.parse_startup(msg, fast).items():
             if name not in self.startup:
                 self.startup[name] = Sourced(value, self.src(lineno))
 
@@ -430,8 +484,14 @@ class LogFile:
         if len(self.config_lines) < MAX_CONFIG_LINES:
             self.config_lines.append({"kind": kind, "text": text, "source": self.src(lineno)})
 
-    def _signatures(self, lineno: int, rec: L.Record, msg: str) -> None:
-        for sig in load_signatures():
+    def _signatures(self, lineno: int, rec: L.Record, msg: str, fast: bool = False) -> None:
+        for sig, lits in _signature_gates() if fast else ((s, None) for s in load_signatures()):
+            if lits is not None:  # skip the regex when the message lacks every literal it needs
+                for lit in lits:
+                    if lit in msg:
+                        break
+                else:
+                    continue
             if not sig.pattern.search(msg):
                 continue
             hit = self.signatures.get(sig.id)
@@ -450,6 +510,15 @@ class LogFile:
     def first_window_line(self) -> Optional[int]:
         lines = [s.first_line for s in self.streams.values() if s.first_line is not None and s.n_stats + s.n_spec]
         return min(lines) if lines else None
+
+
+@lru_cache(maxsize=1)
+def _signature_gates() -> tuple[tuple[Signature, Optional[tuple[str, ...]]], ...]:
+    return tuple((s, L.required_literals(s.pattern)) for s in load_signatures())
+
+
+def _search(rx: "re.Pattern[str]", msg: str) -> "Optional[re.Match[str]]":
+    return rx.search(msg)
 
 
 def _excerpt(text: str, rx: "re.Pattern[str]", width: int = 240) -> str:
@@ -475,7 +544,7 @@ NEEDLES = L.NEEDLES + (b"Serving Benchmark Result", b"vocab_size", b"undefined s
 
 
 def parse_log(path: str, display: Optional[str] = None, *, chunk_size: Optional[int] = None,
-              max_line: Optional[int] = None) -> LogFile:
+              max_line: Optional[int] = None, reference: bool = False) -> LogFile:
     """Parse one log file (path, '-' for stdin, .gz by magic) into a LogFile. Raises LogReadError."""
     import os
 
@@ -489,7 +558,8 @@ def parse_log(path: str, display: Optional[str] = None, *, chunk_size: Optional[
         kwargs["max_line"] = max_line
     stats = ReadStats(gz=gz)
     try:
-        scan(stream, _prefilter(), NEEDLES, lf.feed, stats=stats, context=CONTEXT, **kwargs)
+        scan(stream, _prefilter(), NEEDLES, lf.feed_reference if reference else lf.feed, stats=stats,
+             context=CONTEXT, **kwargs)
     finally:
         if path != "-":
             stream.close()
@@ -510,14 +580,14 @@ def _prefilter() -> "re.Pattern[bytes]":
     return _PREFILTER
 
 
-def parse_text(text: str, display: str = "<text>") -> LogFile:
+def parse_text(text: str, display: str = "<text>", *, reference: bool = False) -> LogFile:
     """Parse an in-memory log (tests, fuzzing) through exactly the same path as a file."""
     import io
 
     lf = LogFile(path=display, display=display)
     stats = ReadStats()
-    scan(io.BytesIO(text.encode("utf-8", errors="surrogateescape")), _prefilter(), NEEDLES, lf.feed, stats=stats,
-         context=CONTEXT)
+    scan(io.BytesIO(text.encode("utf-8", errors="surrogateescape")), _prefilter(), NEEDLES,
+         lf.feed_reference if reference else lf.feed, stats=stats, context=CONTEXT)
     lf.lines = stats.lines
     lf.truncated_lines = stats.truncated_lines
     return lf
