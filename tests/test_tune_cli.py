@@ -147,3 +147,12 @@ def test_ctrl_c_stops_the_server(tmp_path, marker):
     assert proc.returncode == 130, err[-2000:]
     assert "interrupted" in err
     assert processes_with(marker) == []
+
+
+def test_recorded_real_run_is_compare_ready():
+    d = REPO / "fixtures" / "tune" / "live-vllm-cpu-partial"
+    base = load_report(str(d / "variant-baseline.json"))
+    summary = load_report(str(d / "summary.json"))
+    assert base["sections"]["tune"]["concurrency"]["1"]["completed"] == 8
+    assert summary["sections"]["tune"]["summary"]["interrupted"] is True
+    assert "interrupted: partial results" in summary["notes"]
