@@ -77,6 +77,8 @@ VERSION_PATTERNS = (
     re.compile(r"vLLM server version ([\w.+\-]+)"),
     re.compile(r"Initializing an? (?:V[01] )?LLM engine \(v([\w.+\-]+)\)"),
     re.compile(r"^vLLM Version\s*:\s*([\d][\w.+\-]*)"),
+    # The ASCII-logo banner (0.15-0.33, vllm/entrypoints/serve/utils/api_utils.py): "▄▄ ▄█ █ ... version 0.32.0"
+    re.compile(r"^\s*(?:[▄█▀]+\s+)+version\s+(\d[\w.+\-]*)"),
 )
 ENGINE_INIT = re.compile(r"Initializing (?:an? )?(V0 |V1 )?LLM engine \(v[\w.+\-]+\) with config: (.*)")
 NON_DEFAULT_ARGS = re.compile(r"non-default args: (\{.*)")
@@ -122,7 +124,7 @@ MESSAGE_STARTS = (
     r"args: ", r"Initializing", r"[\w +]{1,20} KV cache size", r"Maximum concurrency", r"Available KV cache memory",
     r"Model loading took", r"Memory profiling", r"the current vLLM", r"model weights take", r"Graph capturing",
     r"Loading drafter", r"Starting to load draft", r"Capturing model for", r"# \w+ blocks", r"Chunked prefill is",
-    r"Sequence group",
+    r"Sequence group", r" *(?:▄|█|▀| ){2,80}version ",
 )
 NEEDLES = (b"WARNING", b"ERROR", b"Error", b"error:", b"CRITICAL")
 

@@ -540,7 +540,9 @@ def build_prefilter() -> "re.Pattern[bytes]":
 
 
 CONTEXT = {b"Serving Benchmark Result": 40}
-NEEDLES = L.NEEDLES + (b"Serving Benchmark Result", b"vocab_size", b"undefined symbol", b"out of memory", b"not supported with spec-decode")
+NEEDLES = L.NEEDLES + (b"Serving Benchmark Result", b"vocab_size", b"undefined symbol", b"out of memory", b"not supported with spec-decode",
+                          # pydantic's error-type tag on the line after a config ValidationError
+                          b"[type=")
 
 
 def parse_log(path: str, display: Optional[str] = None, *, chunk_size: Optional[int] = None,
