@@ -81,14 +81,17 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--draft", action="append", choices=["identical", "truncated", "random"])
     ap.add_argument("--temps", default="0,1")
+    ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args()
     from spec_doctor.probe import OfflineSettings, run_offline
     from spec_doctor.probe.live import run_live
     from spec_doctor.probe.prompts import PromptSet
     from spec_doctor.probe.sampling import SamplingSpec
 
-    rs.ensure_models()
-    OUT.mkdir(parents=True, exist_ok=True)
+    if not (rs.MODELS / "target" / "config.json").exists():
+        rs.ensure_models()
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
     ps = PromptSet("code", prompts(), "bench/bench_probe_accuracy.py")
     temps = [float(t) for t in args.temps.split(",")]
     rows = []
@@ -108,7 +111,7 @@ def main() -> None:
                                                   measure_cost=False, batch_size=8, ignore_eos=True), ps)
                 rec = {"draft": name, "temperature": temp, "k": K, "max_tokens": MAX_TOKENS,
                        "prompts": N_PROMPTS, "vllm": rs.versions().get("vllm"), "live": live, "offline": off}
-                (OUT / f"{name}-T{temp:g}.json").write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
+                (out_dir / f"{name}-T{temp:g}.json").write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
                 lk, ok = live["per_k"][str(K)], off["per_k"][str(K)]
                 row = (name, temp, lk["acceptance_rate"]["value"], ok["acceptance_rate"]["value"],
                        lk["mean_acceptance_length"]["value"], ok["mean_acceptance_length"]["value"], live_s)

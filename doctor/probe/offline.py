@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..facts import FactUnavailable, InputError
@@ -97,8 +98,6 @@ def _dtype(name: str, device: str):
 
 
 def _weight_bytes(path: str) -> int | None:
-    from pathlib import Path
-
     p = Path(path)
     if not p.is_dir():
         return None
@@ -151,6 +150,8 @@ def load_pair(target: str, draft: str | None, *, device: str = "auto", dtype: st
         if path is None:
             models.append(None)
             continue
+        if path.startswith((".", "/", "~")) and not Path(path).expanduser().is_dir():
+            raise InputError(f"{what} model '{path}' is not a directory")
         try:
             m = AutoModelForCausalLM.from_pretrained(path, **kw)
         except torch.OutOfMemoryError:
