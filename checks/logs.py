@@ -13,6 +13,13 @@ from spec_doctor.model import Evidence, Finding, Fix
 from spec_doctor.registry import check
 from spec_doctor.sampling import hot_sampling
 
+
+def cost_ratio_typical() -> float:
+    from spec_doctor.checks.metrics import threshold
+
+    return threshold("cost_ratio_typical")
+
+
 SIGNALS = "https://github.com/vllm-project/vllm/blob/v0.10.2/vllm/v1/spec_decode/metrics.py"
 STATS = "https://github.com/vllm-project/vllm/blob/v0.11.1/vllm/v1/metrics/loggers.py"
 
@@ -228,6 +235,11 @@ def _acceptance_stream(s, k_cfg: Optional[int], hot: Optional[tuple] = None) -> 
         if v0:
             eff = (mal / (k + 1)) if (mal and k) else None
             low = eff is not None and eff < LOW_EFFICIENCY_V0
+        elif mal is not None and k:
+            # Same rule as metrics.acceptance: a step of K drafts pays only above 1 + K*c tokens/step.
+            # The V1 "draft acceptance rate" (accepted / drafted) falls with K even when every step pays,
+            # so it cannot judge a large K on its own.
+            low = mal < 1 + k * cost_ratio_typical()
         else:
             low = rate is not None and rate < LOW_RATE_V1
     if low:
