@@ -91,8 +91,8 @@ def summarize(plan: TunePlan, results: list[VariantResult], concurrency: list[in
     plain = [vr for vr in results if vr.variant.spec is None and vr.status == "ok"]
     best_spec = max(spec_names, key=lambda vr: vr.throughput(primary) or 0.0, default=None)
     cross = decide.crossover(
-        {c: best_spec.throughput(c) for c in concurrency} if best_spec else {},
-        {c: max((vr.throughput(c) or 0.0 for vr in plain), default=0.0) or None for c in concurrency})
+        {c: best_spec.throughput(c, partial=True) for c in concurrency} if best_spec else {},
+        {c: max((vr.throughput(c, partial=True) or 0.0 for vr in plain), default=0.0) or None for c in concurrency})
     cross["spec_variant"] = best_spec.variant.name if best_spec else None
     notes = []
     if chosen is not None and base_t:

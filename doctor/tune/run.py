@@ -46,9 +46,13 @@ class VariantResult:
     def level(self, c: int) -> LevelResult | None:
         return next((lv for lv in self.levels if lv.concurrency == c), None)
 
-    def throughput(self, c: int) -> float | None:
+    def throughput(self, c: int, *, partial: bool = False) -> float | None:
+        """Output tokens/s at concurrency c; a level stopped early counts only with ``partial`` (its
+        rate is real but from fewer requests: enough to say "clearly worse", not to rank)."""
         lv = self.level(c)
-        return lv.load.get("throughput") if lv is not None and not lv.load.get("stopped") else None
+        if lv is None or lv.load.get("stopped") and lv.load.get("stopped") != "deadline" and not partial:
+            return None
+        return lv.load.get("throughput")
 
 
 @dataclass
