@@ -139,3 +139,78 @@ def test_required_literals_are_needed():
     assert L.required_literals(re.compile(r"(?i)abcdef")) is None
     assert L.required_literals(re.compile(r"(?:abcdef)?x")) is None
     assert L.search(re.compile(r"(?:GPU|[\w +]{1,20}) KV cache size"), "GPU KV cache siz") is None
+
+
+# -- the hyperscan selector (optional accelerator) against the pure-Python one: the same lines, same numbers ------
+from spec_doctor.logparse import reader as R  # noqa: E402
+from spec_doctor.logparse.summary import CONTEXT, NEEDLES, _prefilter  # noqa: E402
+
+needs_hs = pytest.mark.skipif(not R.hyperscan_available(), reason="hyperscan not installed (pip install hyperscan)")
+
+
+def selected(data: bytes, engine: str, **kw) -> tuple[list, R.ReadStats]:
+    import gzip
+    import io
+
+    out: list = []
+    stream = gzip.GzipFile(fileobj=io.BytesIO(data)) if data[:2] == b"\x1f\x8b" else io.BytesIO(data)
+    st = R.scan(stream, _prefilter(), NEEDLES, lambda n, raw: out.append((n, raw)), context=CONTEXT,
+                engine=engine, **kw)
+    return out, st
+
+
+@needs_hs
+@pytest.mark.parametrize("path", REAL, ids=lambda p: str(p.relative_to(ROOT)))
+def test_hyperscan_selects_the_same_lines(path):
+    data = path.read_bytes()
+    for kw in ({"chunk_size": 4096, "max_line": 300}, {"chunk_size": 777, "max_line": 100}, {}):
+        fast, ref = selected(data, "hyperscan", **kw), selected(data, "python", **kw)
+        assert fast[0] == ref[0] and fast[1] == ref[1]
+    assert ref[0] or path.stat().st_size < 3000  # real logs have signal lines
+
+
+NOISE = st.sampled_from(["", "\r", "\x1b[0;0m", "vllm-1  | ", "] ", "]\x1b[1;36m ", " ", "\x00", "\t", "\x0b", "\xff",
+                         "ERROR", "rror:", "Serving Benchmark Result", "[type=", " KV cache size", "vLL", "é", "█"])
+
+
+@needs_hs
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(log_line(), st.lists(NOISE, max_size=8).map("".join)), min_size=1, max_size=30),
+       st.sampled_from(["\n", "\r\n"]), st.integers(40, 5000), st.integers(30, 400), st.booleans())
+def test_hyperscan_selects_the_same_lines_generated(lines, eol, chunk, max_line, final_eol):
+    data = (eol.join(lines) + (eol if final_eol else "")).encode("utf-8", "surrogateescape")
+    kw = {"chunk_size": chunk, "max_line": max_line}
+    assert selected(data, "hyperscan", **kw) == selected(data, "python", **kw)
+
+
+@needs_hs
+def test_auto_switches_to_hyperscan_with_the_same_result(monkeypatch):
+    path = ROOT / "fixtures" / "logs" / "noisy_v1.log.gz"
+    ref = parse_log(str(path), chunk_size=4096)
+    monkeypatch.setattr(R, "HYPERSCAN_AFTER", 8192)
+    calls = []
+    real = R.selector
+    monkeypatch.setattr(R, "selector", lambda *a: calls.append(a[-1]) or real(*a))
+    assert snapshot(parse_log(str(path), chunk_size=4096)) == snapshot(ref)
+    assert calls == ["python", "auto"]
+
+
+def test_without_hyperscan_falls_back_to_python(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "hyperscan", None)  # import fails
+    monkeypatch.setattr(R, "_HS_LOCAL", R.threading.local())
+    assert not R.hyperscan_available()
+    sel = R.selector(_prefilter(), NEEDLES, CONTEXT, "auto")
+    assert sel.__qualname__.startswith("selector.")  # the pure-Python one
+    with pytest.raises(RuntimeError):
+        R.selector(_prefilter(), NEEDLES, CONTEXT, "hyperscan")
+    data = (ROOT / "fixtures" / "logs" / "noisy_v1.log.gz").read_bytes()
+    assert selected(data, "auto") == selected(data, "python")
+
+
+def test_hs_pattern_only_vouches_for_line_local_patterns():
+    assert R.hs_pattern(r"\](?:\x1b\[[\d;]*m)? (?:[\w +]{1,20} KV|\S{1,4} x)") == \
+        r"\](?:\x1b\[[0-9;]*m)? (?:[A-Za-z0-9_ +]{1,20} KV|[^\x20\x09-\x0d]{1,4} x)"
+    for unsafe in [r"a\sb", r"[^a]b", r"^abc", r"abc$", r"(?=a)b", r"(?i)abc", r"(a)\1", r"a\nb", r"[\S]"]:
+        assert R.hs_pattern(unsafe) is None, unsafe

@@ -23,6 +23,7 @@ MAX_CONFIG_LINES = 20
 _CUM_DAYS = (0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334)
 
 
+@lru_cache(maxsize=4096)  # stats and spec lines of one interval share their second; many records do
 def ts_seconds(ts: str) -> Optional[float]:
     """'MM-DD HH:MM:SS' (vLLM's _DATE_FORMAT has no year) -> seconds since Jan 1."""
     try:
