@@ -410,9 +410,9 @@ def torch_check(facts: Mapping[str, Any]) -> list[Finding]:
 
 # -- NVIDIA driver -----------------------------------------------------------------------------------------
 def _judge_driver(facts: Mapping[str, Any]) -> list[Finding]:
-    install = facts.get("env.vllm_install")
+    install = facts.get("env.vllm_install") or {}
     snap = facts.get("nvml.snapshot")
-    if not install or not snap:
+    if not snap:
         return []
     torch = facts.get("env.torch") or {}
     needs: list[tuple[int, str, Evidence]] = []
@@ -452,8 +452,8 @@ def _judge_driver(facts: Mapping[str, Any]) -> list[Finding]:
               "min_driver": floor[0] if floor else None})]
 
 
-@check("env.driver", categories=[VERSION], needs=["env.vllm_install", "nvml.snapshot"],
-       wants=["env.torch", "env.scope"],
+@check("env.driver", categories=[VERSION], needs=["nvml.snapshot"],
+       wants=["env.vllm_install", "env.torch", "env.scope"],
        findings={"env.driver.too-old": "the NVIDIA driver cannot run the CUDA major vLLM/torch were built with"},
        sources=["https://docs.nvidia.com/deploy/cuda-compatibility/",
                 "https://docs.nvidia.com/cuda/archive/13.0.0/cuda-toolkit-release-notes/index.html#cuda-driver"])
@@ -480,9 +480,10 @@ def _newest_release_for_cc(cc: Any) -> str | None:
 
 
 def _judge_gpu(facts: Mapping[str, Any]) -> list[Finding]:
-    install = facts.get("env.vllm_install")
+    # Without vLLM in this Python, torch's CUDA build is still judged against the GPUs.
+    install = facts.get("env.vllm_install") or {}
     gpus = _gpus(facts)
-    if not install or not gpus or install.get("build") not in ("cuda", "unknown"):
+    if not gpus or (install and install.get("build") not in ("cuda", "unknown")):
         return []
     torch = facts.get("env.torch") or {}
     major = install.get("cuda_major")
@@ -517,7 +518,7 @@ def _judge_gpu(facts: Mapping[str, Any]) -> list[Finding]:
         if need is None:
             continue
         # A CUDA 12 build without a known minor may well be 12.8+: judge only what is known.
-        known_build = build_cuda if install.get("cuda") or (major and major != 12) else None
+        known_build = build_cuda if install and (install.get("cuda") or (major and major != 12)) else None
         have = [(c, who) for c, who in ((known_build, f"vLLM {install.get('version')}"),
                                         (torch.get("cuda"), f"torch {torch.get('version')}")) if c]
         old = [(c, who) for c, who in have if compat.version(c) < compat.version(need["min_cuda"])]
@@ -538,8 +539,8 @@ def _judge_gpu(facts: Mapping[str, Any]) -> list[Finding]:
     return out
 
 
-@check("env.gpu", categories=[PLATFORM, VERSION], needs=["nvml.snapshot", "env.vllm_install"],
-       wants=["env.torch", "env.scope"],
+@check("env.gpu", categories=[PLATFORM, VERSION], needs=["nvml.snapshot"],
+       wants=["env.vllm_install", "env.torch", "env.scope"],
        findings={"env.gpu.cc-too-old": "a GPU's compute capability is below what this vLLM/CUDA/torch build targets",
                  "env.gpu.needs-newer-cuda": "a GPU (e.g. Blackwell) needs a newer CUDA than vLLM/torch were built with"},
        sources=["https://raw.githubusercontent.com/vllm-project/vllm/v0.21.0/docs/getting_started/installation/gpu.cuda.inc.md",
@@ -562,8 +563,8 @@ JUDGES: dict[str, Callable[[Mapping[str, Any]], list[Finding]]] = {
 
 
 @check("env.overall", categories=[Category.HEALTHY],
-       needs=["env.platform", "env.python", "env.vllm_install"],
-       wants=["env.torch", "nvml.snapshot", "env.scope", "env.summary", "vllm.version"],
+       needs=["env.platform", "env.python"],
+       wants=["env.vllm_install", "env.torch", "nvml.snapshot", "env.scope", "env.summary", "vllm.version"],
        findings={"env.overall.ok": "platform, Python, vLLM build, torch, driver and GPU all fit together"})
 def overall_check(facts: Mapping[str, Any]) -> list[Finding]:
     """Environment OK: every environment judgement passed.
@@ -579,18 +580,22 @@ def overall_check(facts: Mapping[str, Any]) -> list[Finding]:
         if any(f.severity in _PROBLEM for f in judge(facts)):
             return []
     s = facts.get("env.summary") or {}
-    install = facts["env.vllm_install"]
+    install = facts.get("env.vllm_install")
     snap = facts.get("nvml.snapshot")
     gpu_text = (f"{len(s.get('gpus') or [])} GPU(s): {', '.join(s.get('gpus') or [])}, driver {s.get('driver')} "
                 f"(CUDA {s.get('cuda_driver')})") if snap else "no NVIDIA GPU visible (NVML)"
+    vllm_text = (s.get("vllm") or _install_label(install)) if install else \
+        "vLLM not installed in this Python (its build was not checked)"
     parts = [s.get("os") or facts["env.platform"].get("os"), f"Python {facts['env.python'].get('version')}",
-             s.get("vllm") or _install_label(install), f"torch {s.get('torch')}" if s.get("torch") else None,
-             gpu_text]
-    evidence = [_install_evidence(install)]
+             vllm_text, f"torch {s.get('torch')}" if s.get("torch") else None, gpu_text]
+    evidence = [_install_evidence(install)] if install else [
+        Evidence("importlib.metadata", "no installed distribution provides the `vllm` package in this Python; "
+                                       "run spec-doctor from the vLLM environment or set "
+                                       "SPEC_DOCTOR_SITE_PACKAGES=<its site-packages>")]
     if facts.get("env.torch"):
         evidence.append(_torch_evidence(facts["env.torch"]))
     return [Finding(
-        id="env.overall.ok", category=Category.HEALTHY, severity=Severity.INFO, confidence=0.9,
+        id="env.overall.ok", category=Category.HEALTHY, severity=Severity.INFO, confidence=0.9 if install else 0.6,
         title="environment OK: " + "; ".join(p for p in parts if p),
         evidence=tuple(evidence), impact_score=0.0,
         data={k: v for k, v in s.items() if v not in (None, [], "")})]
