@@ -23,23 +23,28 @@ LOWER_IS_BETTER = ("kv_cache_usage", "kv_usage", "kv_usage_max", "kv_usage_mean"
                    "waiting", "waiting_max", "ttft", "tpot", "ttft_ms", "tpot_ms", "itl_ms", "peak_used_bytes")
 
 
-def load_report(path: str) -> dict[str, Any]:
+def load_report(path: str | Path, what: str = "") -> dict[str, Any]:
+    """Read an earlier `spec-doctor check --format json` report; InputError (one line) otherwise.
+
+    ``what`` names the file's role in messages ("baseline").
+    """
+    label = f"{what} '{path}'".strip()
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise InputError(f"'{path}' does not exist") from None
+        raise InputError(f"{label} does not exist") from None
     except IsADirectoryError:
-        raise InputError(f"'{path}' is a directory, expected a JSON report") from None
+        raise InputError(f"{label} is a directory, expected a JSON report") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read '{path}': {exc}") from None
+        raise InputError(f"cannot read {label}: {exc}") from None
     except json.JSONDecodeError as exc:
-        raise InputError(f"'{path}' is not JSON: {exc.msg} at line {exc.lineno}") from None
+        raise InputError(f"{label} is not JSON: {exc.msg} at line {exc.lineno}") from None
     if not isinstance(data, dict) or data.get("tool", {}).get("name") != "spec-doctor" \
             or not isinstance(data.get("findings"), list):
-        raise InputError(f"'{path}' is not a spec-doctor JSON report (spec-doctor check --format json)")
+        raise InputError(f"{label} is not a spec-doctor JSON report (spec-doctor check --format json)")
     major = str(data.get("schema_version", "")).split(".")[0]
     if major != "1":
-        raise InputError(f"'{path}' has schema_version {data.get('schema_version')!r}; this spec-doctor reads 1.x")
+        raise InputError(f"{label} has schema_version {data.get('schema_version')!r}; this spec-doctor reads 1.x")
     return data
 
 

@@ -14,7 +14,6 @@ or the exit code. An expired entry stops applying and says so in the report.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,18 +77,9 @@ def load_ignore_file(path: str | Path) -> list[IgnoreEntry]:
 
 def baseline_keys(path: str | Path) -> set[tuple[str, str]]:
     """(finding id, check id) pairs present in an earlier JSON report."""
-    p = Path(path)
-    try:
-        report = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"baseline '{path}' does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read baseline '{path}': {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"baseline '{path}' is not JSON: {exc.msg} at line {exc.lineno}") from None
-    if not isinstance(report, dict) or report.get("tool", {}).get("name") != "spec-doctor" \
-            or not isinstance(report.get("findings"), list):
-        raise InputError(f"baseline '{path}' is not a spec-doctor JSON report")
+    from .compare import load_report
+
+    report = load_report(path, "baseline")
     keys = set()
     for f in report["findings"]:
         if isinstance(f, dict) and "id" in f:
