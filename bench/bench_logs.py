@@ -34,7 +34,6 @@ import math
 import os
 import random
 import re
-import resource
 import subprocess
 import sys
 import time

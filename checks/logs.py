@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import statistics
 from functools import lru_cache
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Mapping, Optional
 
 from spec_doctor.model import Evidence, Finding, Fix
 from spec_doctor.registry import check

@@ -213,7 +213,7 @@ def run_and_report(plan, launcher, levels, prompt_set, out_dir: Path, *, budget:
         if results:
             write_outputs(out_dir, plan, _complete(plan, results), levels,
                           duration_s=time.monotonic() - t0, interrupted=True)
-        print(f"spec-doctor: interrupted; every server tune started is stopped"
+        print("spec-doctor: interrupted; every server tune started is stopped"
               + (f"; partial results in {out_dir}" if results else ""), file=sys.stderr)
         return 130
     summary = write_outputs(out_dir, plan, _complete(plan, results), levels, duration_s=time.monotonic() - t0)
@@ -254,7 +254,7 @@ def _print_plan(plan, levels, budget, variant_seconds, startup_guess, fmt, vllm_
         print(json.dumps({"plan": {**plan.to_dict(), "variants": rows}, "concurrency": levels, "budget_min": budget,
                           "estimated_min": round(est / 60.0, 1), "min_per_variant_s": round(need)}, indent=2))
         return
-    print(f"# spec-doctor tune plan (dry run: nothing is started)")
+    print("# spec-doctor tune plan (dry run: nothing is started)")
     print(f"# your command: {plan.original}")
     print(f"# concurrency levels {levels}; K sweep {plan.k_values or '-'} ({plan.k_source})")
     print(f"# budget {budget:g} min; full plan ~{est / 60.0:.0f} min without early stops "

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 from typing import Any, List, Optional
 
 import typer

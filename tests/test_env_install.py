@@ -32,7 +32,7 @@ def add_dist(site: Path, name: str, version: str, *, requires=(), requires_pytho
              record_vllm=True, wheel_tag="cp38-abi3-manylinux1_x86_64") -> Path:
     d = site / f"{name.replace('-', '_')}-{version}.dist-info"
     d.mkdir(parents=True)
-    meta = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
     if requires_python:
         meta.append(f"Requires-Python: {requires_python}")
     meta += [f"Requires-Dist: {r}" for r in requires]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import shutil
 import subprocess
@@ -16,7 +15,7 @@ from spec_doctor import reports
 from spec_doctor.bundle import excerpts_for, write_bundle
 from spec_doctor.compare import compare
 from spec_doctor.facts import FactStore, InputError
-from spec_doctor.gating import apply_gates, baseline_keys, load_ignore_file
+from spec_doctor.gating import baseline_keys, load_ignore_file
 from spec_doctor.inputs import Inputs
 from spec_doctor.model import Evidence, Finding, Fix
 from spec_doctor.registry import Catalog, check

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CASES, FIXTURES
+from conftest import CASES
 from spec_doctor.deployment import DeploymentConfig, SpecConfig
 from spec_doctor.inputs import Inputs
 from spec_doctor.logparse import parse_text

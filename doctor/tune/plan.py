@@ -16,7 +16,7 @@ parser and renderer): no second command-line parser lives here. Pure: no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from packaging.version import Version
 
