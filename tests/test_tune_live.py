@@ -38,7 +38,9 @@ def test_tune_real_vllm_cpu(tmp_path, request):
         pytest.skip(f"no tiny models at {MODELS} (fixtures/tinymodels/build.py)")
     served = f"tiny-tune-{uuid.uuid4().hex[:8]}"
     spec = json.dumps({"method": "draft_model", "model": str(MODELS / "draft-identical"), "num_speculative_tokens": 3})
-    cmd = (f"VLLM_CPU_KVCACHE_SPACE=1 VLLM_LOGGING_COLOR=0 HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 "
+    iomp = VENV / "lib" / "libiomp5.so"  # vLLM's CPU guide: preload Intel OpenMP
+    preload = f"LD_PRELOAD={iomp} " if iomp.exists() else ""
+    cmd = (f"{preload}VLLM_CPU_KVCACHE_SPACE=1 VLLM_LOGGING_COLOR=0 HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 "
            f"{py} -m vllm.entrypoints.openai.api_server --model {MODELS / 'target'} --served-model-name {served} "
            f"--dtype float32 --max-model-len 512 --seed 0 --speculative-config '{spec}'")
     out = tmp_path / "tune"
