@@ -87,7 +87,7 @@ def _bugs() -> dict[str, dict]:
 def _signature_finding_ids() -> dict[str, str]:
     from spec_doctor.logparse.signatures import load_signatures
 
-    return {f"logs.errors.{s.id}": s.title for s in load_signatures()}
+    return {f"logs.errors.{s.id}": s.title for s in load_signatures() if not s.extra.get("explains")}
 
 
 def _fmt_rate(x: Optional[float]) -> str:
@@ -123,6 +123,14 @@ def input_quality(facts: Mapping[str, Any]) -> list[Finding]:
 
 
 # -- logs.errors ---------------------------------------------------------------------------------
+def _explained(f: Any, h: Any) -> bool:
+    """A consequence (engine dead) that comes after a requested shutdown in the same file is the shutdown."""
+    first = min(h.lines) if h.lines else None
+    return first is not None and any(
+        e.signature.extra.get("explains") and e.lines and min(e.lines) < first for e in f.signatures.values())
+
+
+
 @check("logs.errors", categories=["vocab-mismatch", "env-version", "config-unsupported-combo", "config-deprecated",
                                   "oom", "spec-inactive", "cuda-graph", "k-too-large", "env-platform",
                                   "engine-bug"],
@@ -141,13 +149,17 @@ def known_errors(facts: Mapping[str, Any]) -> list[Finding]:
     version = _version(facts)
     spec_on = _spec_on(facts)
     hits = [(f, h) for f in files for h in f.signatures.values()]
-    primary = [x for x in hits if not x[1].signature.supporting]
+    primary = [x for x in hits if not x[1].signature.supporting and not x[1].signature.extra.get("explains")]
     out = []
     for f, h in hits:
         sig = h.signature
+        if sig.extra.get("explains"):
+            continue  # context only (e.g. a requested shutdown), never a finding
         if sig.requires_spec and not spec_on:
             continue
         if sig.supporting and primary:
+            continue
+        if sig.supporting and _explained(f, h):
             continue
         conf = sig.confidence
         note = ""

@@ -42,7 +42,11 @@ def test_real_scenario(scenario: Path):
     if primary == "healthy":
         assert diag.verdict == "healthy", [f.id for f in diag.findings]
     elif primary in DETECTABLE:
-        assert primary in problems, [f.id for f in diag.findings]
+        if not problems and "healthy" in manifest.get("allowed", []):
+            # The manifest tolerates a healthy verdict (an intermediate draft that still pays at this K).
+            assert diag.verdict == "healthy", [f.id for f in diag.findings]
+        else:
+            assert primary in problems, [f.id for f in diag.findings]
 
 
 def test_scenarios_are_used_when_present():
