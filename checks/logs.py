@@ -11,6 +11,7 @@ from typing import Any, Mapping, Optional
 
 from spec_doctor.model import Evidence, Finding, Fix
 from spec_doctor.registry import check
+from spec_doctor.deployment import speculative_config_flag
 from spec_doctor.sampling import hot_sampling
 
 
@@ -212,11 +213,15 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
     hot = hot_sampling(facts.get("config.deployment"))
     for f in _files(facts):
         for s in f.spec_streams:
-            out.extend(_acceptance_stream(s, k_cfg, hot))
+            out.extend(_acceptance_stream(s, k_cfg, hot, _deployment_spec(facts)))
     return out
 
 
-def _acceptance_stream(s, k_cfg: Optional[int], hot: Optional[tuple] = None) -> list[Finding]:
+def _deployment_spec(facts: Mapping[str, Any]) -> Any:
+    return getattr(facts.get("config.deployment"), "speculative", None)
+
+
+def _acceptance_stream(s, k_cfg: Optional[int], hot: Optional[tuple] = None, spec: Any = None) -> list[Finding]:
     out: list[Finding] = []
     v0 = s.spec_formats == {"v0"}
     k = s.k or k_cfg
@@ -278,7 +283,7 @@ def _acceptance_stream(s, k_cfg: Optional[int], hot: Optional[tuple] = None) -> 
                            f"Draft positions {keep + 1}-{len(per)} are accepted less than 15% of the time; K={len(per)} "
                            f"wastes verification", (ev,),
                            Fix(f"Lower num_speculative_tokens to {keep}.",
-                               (f"--speculative-config '{{..., \"num_speculative_tokens\": {keep}}}'",)),
+                               (speculative_config_flag(spec, keep),)),
                            impact_score=0.4, data={**data, "suggested_k": keep}))
     fall = _falling(s)
     if fall:

@@ -7,7 +7,6 @@ Thresholds and metric names live in doctor/data/metrics.toml.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Iterable, Mapping
 
 from spec_doctor import acceptance as acc
@@ -16,6 +15,7 @@ from spec_doctor.model import Evidence, Finding, Fix
 from spec_doctor.promparse import EngineDelta, Gauges, MetricsWindow, metric_names, metric_table, per_model
 from spec_doctor.registry import check
 from spec_doctor.sampling import hot_sampling
+from spec_doctor.deployment import speculative_config_flag
 
 # Collecting metrics.deltas waits --metrics-interval between two scrapes inside the first check that
 # needs it; the default per-check timeout (30 s) would cut a long interval short.
@@ -99,21 +99,7 @@ def _costs(spec: Any) -> tuple[float, float]:
     return threshold("cost_ratio_low"), threshold("cost_ratio_typical")
 
 
-def _spec_config_flag(spec: Any, k: int, **extra: Any) -> str:
-    """A paste-able --speculative-config with num_speculative_tokens set to k (plus extra keys)."""
-    raw = dict(getattr(spec, "raw", None) or {})
-    if not raw:
-        if getattr(spec, "method", None):
-            raw["method"] = spec.method
-        if getattr(spec, "model", None):
-            raw["model"] = spec.model
-    if not raw:
-        raw = {"method": "<your method>", "model": "<your draft>"}
-    for legacy in ("speculative_model", "num_speculative_tokens"):
-        raw.pop(legacy, None)
-    raw["num_speculative_tokens"] = k
-    raw.update(extra)
-    return f"--speculative-config '{json.dumps(raw)}'"
+_spec_config_flag = speculative_config_flag  # one implementation, in spec_doctor.deployment
 
 
 # ---------------------------------------------------------------------------------------------

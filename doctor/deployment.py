@@ -7,6 +7,7 @@ produce one `DeploymentConfig` (fact ``config.deployment``). Keys use vLLM's Pyt
 
 from __future__ import annotations
 
+import json as _json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,3 +83,20 @@ class DeploymentConfig:
     @property
     def spec_enabled(self) -> bool:
         return self.speculative is not None
+
+
+def speculative_config_flag(spec: Any, k: int, **extra: Any) -> str:
+    """A paste-able --speculative-config with num_speculative_tokens set to k (plus extra keys)."""
+    raw = dict(getattr(spec, "raw", None) or {})
+    if not raw:
+        if getattr(spec, "method", None):
+            raw["method"] = spec.method
+        if getattr(spec, "model", None):
+            raw["model"] = spec.model
+    if not raw:
+        raw = {"method": "<your method>", "model": "<your draft>"}
+    for legacy in ("speculative_model", "num_speculative_tokens"):
+        raw.pop(legacy, None)
+    raw["num_speculative_tokens"] = k
+    raw.update(extra)
+    return f"--speculative-config '{_json.dumps(raw)}'"
