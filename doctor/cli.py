@@ -83,6 +83,22 @@ def _busy(inputs: object) -> object:
     return Console(stderr=True).status(f"spec-doctor: {what}...", spinner="dots")
 
 
+def command_from(cmd: Optional[str], cmd_file: Optional[str]) -> Optional[str]:
+    """The command line from --cmd or --cmd-file (one of them), with one-line errors."""
+    if not cmd_file:
+        return cmd
+    if cmd:
+        raise InputError("give either --cmd or --cmd-file, not both")
+    _check_file(cmd_file, "command file")
+    try:
+        text = Path(cmd_file).read_text(encoding="utf-8", errors="replace").strip()
+    except OSError as exc:
+        raise InputError(f"cannot read command file '{cmd_file}': {exc.strerror or exc}") from None
+    if not text:
+        raise InputError(f"command file '{cmd_file}' is empty")
+    return text
+
+
 def _write_output(text: str, output: Optional[str]) -> None:
     if output is None or output == "-":
         sys.stdout.write(text)
@@ -152,16 +168,7 @@ def check_cmd(
         _check_file(path, "metrics file")
     if config:
         _check_file(config, "config file")
-    if cmd_file:
-        if cmd:
-            raise InputError("give either --cmd or --cmd-file, not both")
-        _check_file(cmd_file, "command file")
-        try:
-            cmd = Path(cmd_file).read_text(encoding="utf-8", errors="replace").strip()
-        except OSError as exc:
-            raise InputError(f"cannot read command file '{cmd_file}': {exc.strerror or exc}") from None
-        if not cmd:
-            raise InputError(f"command file '{cmd_file}' is empty")
+    cmd = command_from(cmd, cmd_file)
     if prompts:
         _check_file(prompts, "prompt file")
     inputs = Inputs(logs=list(log), cmd=cmd, config=config, target=target, draft=draft,

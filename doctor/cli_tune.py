@@ -17,7 +17,7 @@ from typing import Optional
 
 import typer
 
-from .cli import app
+from .cli import app, command_from
 from .facts import InputError
 
 DEFAULT_CONCURRENCY = "1,4,16"
@@ -120,13 +120,7 @@ def tune_cmd(
 
     if fmt not in ("console", "json"):
         raise InputError(f"--format must be console or json, not '{fmt}'")
-    if cmd_file:
-        if cmd:
-            raise InputError("give either --cmd or --cmd-file, not both")
-        try:
-            cmd = Path(cmd_file).read_text(encoding="utf-8", errors="replace").strip()
-        except OSError as exc:
-            raise InputError(f"cannot read command file '{cmd_file}': {exc.strerror or exc}") from None
+    cmd = command_from(cmd, cmd_file)
     if not cmd:
         raise InputError("tune needs --cmd \"vllm serve MODEL ...\"")
     levels = _levels(concurrency)
