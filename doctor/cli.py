@@ -8,12 +8,12 @@ Exit codes (the same in every output format):
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from pathlib import Path
 from typing import List, Optional
 
-import click
 import typer
 
 from . import __version__
@@ -282,13 +282,13 @@ def _load_command_modules() -> None:
 
 def _click_exception_types() -> tuple[tuple[type, ...], tuple[type, ...], tuple[type, ...]]:
     """(usage errors, other click errors, aborts) from click and from the copy typer vendors (0.29+)."""
-    mods = [click.exceptions]
-    try:
-        from typer._click import exceptions as vendored  # type: ignore[import-not-found]
-
-        mods.append(vendored)
-    except ImportError:
-        pass
+    # typer <= 0.28 runs on click; 0.29+ vendors its own copy and no longer installs click at all.
+    mods = []
+    for name in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            mods.append(importlib.import_module(name))
+        except ImportError:
+            pass
     # getattr: the vendored module does not define every class (no Abort in typer 0.29).
     pick = lambda name: tuple(getattr(m, name) for m in mods if hasattr(m, name))  # noqa: E731
     return pick("UsageError"), pick("ClickException"), pick("Abort")

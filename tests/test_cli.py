@@ -79,3 +79,16 @@ def test_stdin_log_is_read():
     proc = run_cli("check", "--log", "-", "--format", "json", "--fail-on", "never", stdin=text)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["inputs"]["logs"] == ["-"]
+
+
+def test_cli_needs_no_separate_click():
+    """typer 0.29+ vendors click and no longer installs it: the CLI must not import click itself."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['click'] = None\n"
+            "from spec_doctor.cli import main\n"
+            "main(['check', '--timeout', 'abc'])")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith("spec-doctor: error: Invalid value for '--timeout'")
