@@ -414,6 +414,7 @@ def positions(facts: Mapping[str, Any]) -> list[Finding]:
     K is too large.
     """
     spec = _spec(facts)
+    hot = hot_sampling(facts.get("config.deployment"))
     out = []
     for w, d in _spec_windows(facts):
         counts = d.accepted_per_pos
@@ -439,7 +440,7 @@ def positions(facts: Mapping[str, Any]) -> list[Finding]:
                 data={"endpoint": w.endpoint, "model": d.model, "first_dead_position": dead, "k": k,
                       "accepted_per_pos": counts, "num_drafts": n}))
             continue
-        if hot_sampling(facts.get("config.deployment")):
+        if hot:
             continue  # at a hot temperature the tail reflects sampling; judge K at T=0 (sampling.temperature)
         c_low, c_typ = _costs(spec)
         choice = _k_choice(survival, c_low)

@@ -20,7 +20,7 @@ def _observed(facts: Mapping[str, Any]) -> list[tuple[float, float | None, str]]
         if s.get("acceptance_rate") is not None and "v0" not in s.get("formats", []) and s.get("drafted", 0) >= 200:
             out.append((s["acceptance_rate"], s.get("mean_acceptance_length"), s["source"]))
     for w in facts.get("metrics.deltas") or []:
-        for d in getattr(w, "engines", {}).values() if hasattr(w, "engines") else []:
+        for d in w.engines.values():
             rate = getattr(d, "acceptance_rate", None)
             if rate is not None and (getattr(d, "num_drafts", 0) or 0) >= 50 and not getattr(d, "legacy_v0", False):
                 out.append((rate, getattr(d, "mean_acceptance_length", None), getattr(w, "window_label", "metrics")))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from .facts import FactStore, FactUnavailable, InputError
@@ -58,8 +58,6 @@ def _run_one(c: Check, store: FactStore, version: Any) -> CheckResult:
     for f in findings:
         if not isinstance(f, Finding):
             return done(CheckStatus.ERROR, f"check returned {type(f).__name__}, not a Finding")
-        from dataclasses import replace
-
         out.append(replace(f, check_id=c.id))
     worst = [f for f in out if f.severity in (Severity.ERROR, Severity.WARNING)]
     return done(CheckStatus.FINDINGS if worst else CheckStatus.PASS, None, out)
