@@ -191,9 +191,9 @@ def _repeat(path: Path, data: bytes, size: int) -> None:
 
 def ere_patterns() -> list[str]:
     """The parser's selection patterns in POSIX ERE (same alternatives, same needles)."""
-    from spec_doctor.logparse.lines import MESSAGE_STARTS
-    from spec_doctor.logparse.signatures import load_signatures
-    from spec_doctor.logparse.summary import NEEDLES
+    from spec_doctor.parsers.logparse.lines import MESSAGE_STARTS
+    from spec_doctor.parsers.logparse.signatures import load_signatures
+    from spec_doctor.parsers.logparse.summary import NEEDLES
 
     starts = list(MESSAGE_STARTS) + [s.extra["anchor"] for s in load_signatures() if s.extra.get("anchor")]
 
@@ -208,7 +208,7 @@ def ere_patterns() -> list[str]:
 
 CHILD = """
 import json, resource, sys, time
-from spec_doctor.logparse import parse_log
+from spec_doctor.parsers.logparse import parse_log
 t = time.perf_counter()
 lf = parse_log(sys.argv[1])
 dt = time.perf_counter() - t
@@ -241,7 +241,7 @@ def main() -> None:
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     size = int(args.size_gb * (1 << 30))
-    from spec_doctor.logparse.reader import hyperscan_available
+    from spec_doctor.parsers.logparse.reader import hyperscan_available
 
     engines = (["auto"] if hyperscan_available() else []) + ["python"]  # auto: hyperscan after the first 32 MB
     pats = ere_patterns()

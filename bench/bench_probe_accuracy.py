@@ -5,7 +5,7 @@ For each tiny draft (identical copy, truncated-layer copy, random) a real vllm-c
 tiny target with that draft (method draft_model, K=4). At T=0 and T=1 the live probe sends the
 prompts (one at a time, /metrics scraped around each) and the offline probe (transformers, this
 python) simulates the same requests. Both results are written to fixtures/probe/accuracy/ and the
-differences printed; tests/test_probe_accuracy.py compares the recorded files.
+differences printed; tests/measure/test_probe_accuracy.py compares the recorded files.
 
     python bench/bench_probe_accuracy.py                 # all drafts, T=0 and T=1
     python bench/bench_probe_accuracy.py --draft identical --temps 0
@@ -83,10 +83,10 @@ def main() -> None:
     ap.add_argument("--temps", default="0,1")
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args()
-    from spec_doctor.probe import OfflineSettings, run_offline
-    from spec_doctor.probe.live import run_live
-    from spec_doctor.probe.prompts import PromptSet
-    from spec_doctor.probe.sampling import SamplingSpec
+    from spec_doctor.measure.probe import OfflineSettings, run_offline
+    from spec_doctor.measure.probe.live import run_live
+    from spec_doctor.measure.probe.prompts import PromptSet
+    from spec_doctor.measure.probe.token_sampling import SamplingSpec
 
     if not (rs.MODELS / "target" / "config.json").exists():
         rs.ensure_models()

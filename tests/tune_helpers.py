@@ -43,7 +43,7 @@ class InProcessFake:
         self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
-    def __enter__(self) -> "InProcessFake":
+    def __enter__(self) -> InProcessFake:
         self.thread.start()
         return self
 

@@ -1,7 +1,7 @@
 """A check registered from outside spec-doctor, through the same entry-point group as the built-ins."""
 
-from spec_doctor.model import Evidence, Finding, Fix
-from spec_doctor.registry import check
+from spec_doctor.engine.model import Evidence, Finding, Fix
+from spec_doctor.engine.registry import check
 
 
 @check("testplugin.many-logs", categories=["measurement"], needs=["testplugin.log_count"],

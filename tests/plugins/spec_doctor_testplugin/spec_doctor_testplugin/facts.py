@@ -1,6 +1,6 @@
 """A fact this plugin contributes: the number of --log files given."""
 
-from spec_doctor.facts import FactUnavailable, provides
+from spec_doctor.engine.facts import FactUnavailable, provides
 
 
 @provides("testplugin.log_count")

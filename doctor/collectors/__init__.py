@@ -1,1 +1,0 @@
-"""Fact collectors, registered through the `spec_doctor.facts` entry-point group."""

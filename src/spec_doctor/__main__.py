@@ -1,0 +1,3 @@
+from spec_doctor.cli.app import main
+
+main()

@@ -1,0 +1,852 @@
+"""Deployment-config checks: flags and keys the release no longer takes, methods it cannot run,
+parallelism and scheduler settings that hold speculation back.
+
+All version knowledge comes from knowledge/data/flags.toml and methods.toml (one source per row). When the
+vLLM version is unknown, version-gated findings say so and carry a lower confidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from packaging.version import Version
+
+from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
+from spec_doctor.engine.registry import check
+from spec_doctor.knowledge.data import threshold
+from spec_doctor.knowledge.deployment import DeploymentConfig
+from spec_doctor.knowledge.fixes import allowed_draft_tp, plan_fix
+from spec_doctor.knowledge.specdata import (
+    NEWEST_EXAMINED,
+    applicable_rules,
+    flag_info,
+    is_mtp_method,
+    known_method,
+    looks_like_ngram_typo,
+    method_row,
+    method_support,
+    renamed_method,
+    spec_key_status,
+    unknown_keys_rejected,
+)
+
+DOCS = "https://docs.vllm.ai/en/latest/features/spec_decode.html"
+SIGNALS = "knowledge/data/flags.toml, knowledge/data/methods.toml"
+UNKNOWN_VERSION_CONFIDENCE = 0.55
+
+
+def _version(facts: Mapping[str, Any]) -> tuple[Version | None, str]:
+    v = facts.get("vllm.version")
+    if v is None:
+        return None, "vLLM version unknown (pass --vllm-version)"
+    value = getattr(v, "value", v)
+    return (value if isinstance(value, Version) else Version(str(value))), getattr(v, "source", "vllm.version")
+
+
+def _base(v: Version) -> Version:
+    return Version(v.base_version)
+
+
+def _ver_ev(version: Version | None, source: str) -> Evidence:
+    if version is None:
+        return Evidence("vllm.version", "vLLM version unknown: version-dependent verdicts are less certain "
+                                        "(pass --vllm-version X)")
+    if _base(version) > NEWEST_EXAMINED:
+        return Evidence(source, f"vLLM {version} (newer than {NEWEST_EXAMINED}, the newest release in "
+                                "spec-doctor's tables: version verdicts extrapolate)")
+    return Evidence(source, f"vLLM {version}")
+
+
+def _spec_ev(cfg: DeploymentConfig) -> Evidence:
+    spec = cfg.speculative
+    assert spec is not None
+    shown = {k: v for k, v in spec.raw.items()}
+    how = "" if spec.method_origin == "explicit" else f" (method {spec.method!r}: {spec.method_origin})"
+    return Evidence(spec.source or cfg.origin, f"speculative config {shown}{how}")
+
+
+def _fix_cmds(cfg: DeploymentConfig, version: Version | None) -> tuple[str, ...]:
+    plan = plan_fix(cfg, version)
+    if plan.command and plan.changed:
+        return (plan.command,)
+    if plan.spec_args:
+        return (plan.spec_args,)
+    return ()
+
+
+# ---------------------------------------------------------------------------------------------------
+
+@check("config.flags", categories=[Category.CONFIG_DEPRECATED], needs=["config.deployment"],
+       wants=["vllm.version"], sources=[SIGNALS, DOCS],
+       findings={
+           "config.flags.legacy-spec": "removed V0 speculative-decoding flags (--speculative-model, "
+                                       "--num-speculative-tokens, ...) instead of --speculative-config",
+           "config.flags.ngram-typo": "the speculative model looks like a misspelled '[ngram]'",
+           "config.flags.v2-block-manager": "--use-v2-block-manager: a no-op since 0.6.3, removed after 0.9.2",
+           "config.flags.too-new": "a flag or spelling that the release does not have yet",
+       })
+def flags(facts: Mapping[str, Any]) -> list[Finding]:
+    """Flags the installed/declared vLLM no longer (or not yet) accepts.
+
+    The V0 flags --speculative-model, --num-speculative-tokens, --speculative-draft-tensor-parallel-size,
+    --ngram-prompt-lookup-max/min, ... existed in 0.4.1-0.8.2; 0.8.2 warns and 0.8.3 removed them, so a
+    newer vLLM exits with `unrecognized arguments`. The fix is the full corrected command with
+    --speculative-config '{"method": ..., "model": ..., "num_speculative_tokens": ...}'.
+    """
+    cfg: DeploymentConfig = facts["config.deployment"]
+    version, vsrc = _version(facts)
+    out: list[Finding] = []
+    spec = cfg.speculative
+    legacy = [(w, s) for w, s in cfg.legacy_flags if w.lstrip("-").replace("_", "-") != "use-v2-block-manager"]
+    if legacy:
+        names = ", ".join(w for w, _ in legacy)
+        ev = [Evidence(s, f"{w} (a V0 flag: vLLM 0.4.1-0.8.2)") for w, s in legacy] + [_ver_ev(version, vsrc)]
+        if version is None:
+            sev, conf, title = Severity.WARNING, UNKNOWN_VERSION_CONFIDENCE, (
+                f"{names}: removed in vLLM 0.8.3 (works only up to 0.8.2; version unknown)")
+        elif _base(version) >= Version("0.8.3"):
+            sev, conf, title = Severity.ERROR, 0.95, (
+                f"vLLM {version} has no {names}: it exits with 'unrecognized arguments'")
+        elif _base(version) == Version("0.8.2"):
+            sev, conf, title = Severity.WARNING, 0.9, f"{names}: deprecated in vLLM 0.8.2, removed in 0.8.3"
+        else:
+            sev, conf, title = Severity.INFO, 0.9, (
+                f"{names}: valid in vLLM {version}, but removed in 0.8.3; use --speculative-config when upgrading")
+        fix_version = version if version is not None and _base(version) >= Version("0.8.2") else None
+        out.append(Finding("config.flags.legacy-spec", Category.CONFIG_DEPRECATED, sev, conf, title,
+                           evidence=tuple(ev),
+                           fix=Fix("Move the speculative settings into --speculative-config (vLLM 0.8.2+):",
+                                   _fix_cmds(cfg, fix_version)),
+                           impact="the server starts with speculation configured as intended",
+                           impact_score=0.8 if sev is Severity.ERROR else 0.5,
+                           data={"flags": [w for w, _ in legacy]}))
+    if spec is not None and looks_like_ngram_typo(spec.model) and spec.method_origin != "explicit":
+        out.append(Finding(
+            "config.flags.ngram-typo", Category.CONFIG_DEPRECATED, Severity.ERROR, 0.8,
+            f"Speculative model {spec.model!r} looks like a misspelled '[ngram]'",
+            evidence=(_spec_ev(cfg),),
+            fix=Fix("Spell n-gram speculation the way vLLM expects:", _fix_cmds(cfg, version) or (
+                "--speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 3}'",)),
+            impact="vLLM either fails to load a model of that name or runs something other than n-gram lookup",
+            impact_score=0.8, data={"model": spec.model}))
+    if "use_v2_block_manager" in cfg.args and cfg.origin != "log":
+        info = flag_info("--use-v2-block-manager")
+        assert info is not None
+        written = cfg.written.get("use_v2_block_manager", "--use-v2-block-manager")
+        if version is not None and info.last and _base(version) > info.last:
+            sev, conf, title = Severity.ERROR, 0.9, f"vLLM {version} has no {written} (removed after {info.last})"
+        else:
+            sev, conf = Severity.INFO, 0.8 if version is not None else UNKNOWN_VERSION_CONFIDENCE
+            title = f"{written} is a no-op from vLLM {info.row['noop_from']} and removed after {info.last}"
+        if version is None or _base(version) >= Version(info.row["noop_from"]):
+            out.append(Finding("config.flags.v2-block-manager", Category.CONFIG_DEPRECATED, sev, conf, title,
+                               evidence=(Evidence(cfg.source_of("use_v2_block_manager"), written),
+                                         _ver_ev(version, vsrc)),
+                               fix=Fix(f"Drop {written}.", ()), impact="one flag less that can break an upgrade",
+                               impact_score=0.2))
+    if version is not None:
+        out += _too_new(cfg, version, vsrc)
+    return out
+
+
+def _too_new(cfg: DeploymentConfig, version: Version, vsrc: str) -> list[Finding]:
+    out = []
+    base = _base(version)
+    for dest, written in cfg.written.items():
+        name = written.split(".", 1)[0]
+        info = flag_info(name if name.startswith("--") else name)
+        if info is None:
+            continue
+        first = info.first
+        if name != info.name:  # an alias such as -sc
+            for alias in info.row.get("aliases", []):
+                if alias["name"] == name:
+                    first = Version(alias["first"])
+        if "." in written and info.name == "--speculative-config" and base < Version("0.9.0"):
+            first = Version("0.9.0")
+        if first and base < first:
+            out.append(Finding(
+                "config.flags.too-new", Category.CONFIG_DEPRECATED, Severity.ERROR, 0.85,
+                f"{written} is not in vLLM {version} (it appeared in {first})",
+                evidence=(Evidence(cfg.source_of(dest), written), Evidence(vsrc, f"vLLM {version}"),
+                          Evidence(info.row["source"], f"{name} from vLLM {first}")),
+                fix=Fix("Use the spelling this release has:", _fix_cmds(cfg, version)),
+                impact="vLLM rejects the command line", impact_score=0.7, data={"flag": written}))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+
+@check("config.spec-keys", categories=[Category.CONFIG_DEPRECATED], needs=["config.deployment"],
+       wants=["vllm.version"], sources=[SIGNALS],
+       findings={
+           "config.spec-keys.invalid": "a key that is not a --speculative-config key (e.g. tensor_parallel_size)",
+           "config.spec-keys.removed": "a key the release removed (e.g. disable_by_batch_size in 0.17+)",
+           "config.spec-keys.noop": "a key the release accepts but ignores (disable_by_batch_size on V1 <= 0.16)",
+           "config.spec-keys.not-yet": "a key newer than the release",
+           "config.spec-keys.unknown": "a key spec-doctor does not know",
+           "config.spec-keys.implicit-method": "no \"method\": vLLM guesses it from the draft",
+           "config.spec-keys.method-renamed": "a method name vLLM rewrites (deepseek_mtp -> mtp)",
+       })
+def spec_keys(facts: Mapping[str, Any]) -> list[Finding]:
+    """Keys inside --speculative-config that the release rejects, ignores or renames.
+
+    `tensor_parallel_size` is not a key (the draft's is `draft_tensor_parallel_size`); old flag names
+    inside the dict do nothing; `disable_by_batch_size` is a no-op on V1 (0.8.3-0.16) and removed in 0.17;
+    unknown keys are rejected from 0.16 (pydantic extra="forbid"). A config with a model and no method
+    makes vLLM guess: a bare draft path means method draft_model.
+    """
+    cfg: DeploymentConfig = facts["config.deployment"]
+    spec = cfg.speculative
+    if spec is None:
+        return []
+    version, vsrc = _version(facts)
+    out: list[Finding] = []
+    fix = Fix("Corrected speculative config:", _fix_cmds(cfg, version))
+    for key, value in spec.raw.items():
+        if spec.legacy:
+            break  # legacy flags are reported by config.flags
+        status, row = spec_key_status(key, version)
+        ev = (Evidence(spec.source, f'"{key}": {value!r}'), _ver_ev(version, vsrc))
+        if status == "invalid" and row:
+            rejected = version is not None and unknown_keys_rejected(version)
+            sev = Severity.ERROR if rejected or key == "tensor_parallel_size" and version is not None and \
+                _base(version) >= Version("0.15.0") else Severity.WARNING
+            conf = 0.9 if version is not None else 0.75
+            out.append(Finding("config.spec-keys.invalid", Category.CONFIG_DEPRECATED, sev, conf,
+                               f"\"{key}\" is not a speculative-config key; use \"{row['rename_to']}\"",
+                               evidence=ev + (Evidence(row["source"], row.get("note", "")),), fix=fix,
+                               impact="the setting takes effect instead of being rejected or ignored",
+                               impact_score=0.6, data={"key": key, "rename_to": row["rename_to"]}))
+        elif status == "removed" and row:
+            assert version is not None
+            sev = Severity.ERROR if unknown_keys_rejected(version) else Severity.WARNING
+            out.append(Finding("config.spec-keys.removed", Category.CONFIG_DEPRECATED, sev, 0.9,
+                               f"\"{key}\" was removed after vLLM {row['last']}; {version} "
+                               + ("rejects it" if sev is Severity.ERROR else "does not use it"),
+                               evidence=ev + (Evidence(row["source"], row.get("note", "")),), fix=fix,
+                               impact="the server starts and does what the config says", impact_score=0.6,
+                               data={"key": key}))
+        elif status == "noop" and row:
+            out.append(Finding("config.spec-keys.noop", Category.CONFIG_DEPRECATED, Severity.WARNING, 0.85,
+                               f"\"{key}\" has no effect in vLLM {version}: speculation is never turned off "
+                               "by batch size",
+                               evidence=ev + (Evidence(row["source"], row.get("note", "")),),
+                               fix=Fix("Drop the key; at high concurrency lower num_speculative_tokens or "
+                                       "serve without speculation (num_speculative_tokens_per_batch_size "
+                                       "needs vLLM 0.24+):", _fix_cmds(cfg, version)),
+                               impact="no false sense of protection at large batch sizes", impact_score=0.5,
+                               data={"key": key}))
+        elif status == "not-yet" and row:
+            assert version is not None
+            sev = Severity.ERROR if _base(version) < Version("0.11.1") or unknown_keys_rejected(version) \
+                else Severity.WARNING
+            out.append(Finding("config.spec-keys.not-yet", Category.CONFIG_DEPRECATED, sev, 0.8,
+                               f"\"{key}\" exists from vLLM {row['first']}; {version} does not know it",
+                               evidence=ev + (Evidence(row["source"], f"added in {row['first']}"),), fix=fix,
+                               impact="the key takes effect (or the server starts)", impact_score=0.5,
+                               data={"key": key}))
+        elif status == "unknown":
+            rejected = version is not None and unknown_keys_rejected(version)
+            out.append(Finding("config.spec-keys.unknown", Category.CONFIG_DEPRECATED,
+                               Severity.WARNING if rejected else Severity.INFO, 0.5,
+                               f"\"{key}\" is not a speculative-config key spec-doctor knows"
+                               + (f"; vLLM {version} rejects unknown keys" if rejected else ""),
+                               evidence=ev, fix=Fix("Check the key name against `vllm serve --help=speculative`"
+                                                    " of your release.", ("vllm serve --help=all",)),
+                               impact="the setting takes effect", impact_score=0.3, data={"key": key}))
+    if spec.method_origin.startswith("inferred") and spec.model and not looks_like_ngram_typo(spec.model) \
+            and not spec.legacy and spec.method not in ("ngram",):
+        risky = version is None or _base(version) < Version("0.15.0")
+        out.append(Finding(
+            "config.spec-keys.implicit-method", Category.CONFIG_DEPRECATED,
+            Severity.WARNING if risky else Severity.INFO, 0.7 if version is not None else 0.6,
+            f"No \"method\" in the speculative config: vLLM guesses '{spec.method}' from {spec.model!r}",
+            evidence=(_spec_ev(cfg), _ver_ev(version, vsrc),
+                      Evidence("vllm/config/speculative.py@v0.13.0", "method auto-detection: a bare model is "
+                               "draft_model unless its name/config says eagle, eagle3, medusa, mlp_speculator "
+                               "or MTP; 0.9.x falls back to V0 when the method is missing")),
+            fix=Fix("Name the method explicitly:", _fix_cmds(cfg, version)),
+            impact="vLLM runs the method you meant (and says so in its config line)",
+            impact_score=0.5 if risky else 0.2, data={"inferred_method": spec.method}))
+    if spec.method and spec.raw.get("method") == spec.method:
+        renamed = renamed_method(spec.method, version)
+        if renamed:
+            new, row = renamed
+            out.append(Finding(
+                "config.spec-keys.method-renamed", Category.CONFIG_DEPRECATED, Severity.INFO,
+                0.8 if version is not None else 0.5,
+                f"Method '{spec.method}' is deprecated from vLLM {row['renamed_from_version']}; it runs as '{new}'",
+                evidence=(_spec_ev(cfg), Evidence(row["rename_source"], "method `%s` is deprecated and replaced "
+                                                                        "with mtp.")),
+                fix=Fix(f"Use \"method\": \"{new}\":", _fix_cmds(cfg, version)), impact="no deprecation warning",
+                impact_score=0.05))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+
+def _refined_method(cfg: DeploymentConfig, draft: Any) -> tuple[str | None, str]:
+    """The method, corrected with the draft's config.json model_type when vLLM would have detected it."""
+    spec = cfg.speculative
+    assert spec is not None
+    method, how = spec.method, spec.method_origin
+    if how.startswith("inferred") and method == "draft_model" and draft is not None:
+        conf = getattr(draft, "config", None) or {}
+        mtype = str(conf.get("model_type") or "")
+        detect = {"medusa": "medusa", "mlp_speculator": "mlp_speculator", "eagle": "eagle"}
+        if mtype in detect:
+            return detect[mtype], f"detected from the draft's config.json model_type {mtype!r}"
+        if mtype.endswith("_mtp"):
+            return "mtp", f"detected from the draft's config.json model_type {mtype!r}"
+        if mtype:
+            return method, how + f"; the draft's config.json model_type is {mtype!r}"
+    return method, how
+
+
+@check("config.method", categories=[Category.ENV_VERSION, Category.K_TOO_LARGE, Category.HEALTHY],
+       needs=["config.deployment"], wants=["vllm.version", "models.draft", "models.target",
+                                           "config.optional_packages"],
+       sources=[SIGNALS, DOCS, "https://github.com/vllm-project/vllm/pull/24322"],
+       findings={
+           "config.method.unsupported": "the release cannot run this speculative method (too old, a gap, or removed)",
+           "config.method.v0-fallback": "the release runs this method only on the slower V0 engine (0.8.0-0.9.2)",
+           "config.method.v1-opt-in": "the method needs VLLM_USE_V1=1 on this release",
+           "config.method.version-unknown": "method support depends on the vLLM version, which is unknown",
+           "config.method.unknown": "a method name vLLM does not have",
+           "config.method.suffix-package": "suffix decoding needs the arctic-inference package",
+           "config.method.eagle3-target": "EAGLE-3 on a target architecture the release does not accept",
+           "config.method.mtp-k": "MTP with num_speculative_tokens > 1 reuses one MTP layer",
+           "config.method.ok": "the method is supported by the release",
+       })
+def method(facts: Mapping[str, Any]) -> list[Finding]:
+    """Whether the vLLM release can run the configured speculative method at all.
+
+    From methods.toml: separate draft models ran on V0 up to 0.9.2, raised NotImplementedError in
+    0.10.0-0.14.x and are back on V1 from 0.15.0 (PR #24322); 0.8.0-0.9.2 silently fall back to the V0
+    engine for most methods; EAGLE-3 arrived in 0.8.5/0.9.0 and was Llama-only at first; suffix decoding
+    (0.11.1+) needs arctic-inference; medusa and mlp_speculator are gone in 0.33.0.
+    """
+    cfg: DeploymentConfig = facts["config.deployment"]
+    spec = cfg.speculative
+    if spec is None or not spec.method:
+        return []
+    version, vsrc = _version(facts)
+    name, how = _refined_method(cfg, facts.get("models.draft"))
+    assert name is not None
+    inferred = how.startswith("inferred") or how.startswith("detected")
+    spec_ev = Evidence(spec.source or cfg.origin, f"method '{name}'" + ("" if how == "explicit" else f" ({how})"))
+    out: list[Finding] = []
+    if not known_method(name):
+        if is_mtp_method(name):
+            return out
+        out.append(Finding("config.method.unknown", Category.ENV_VERSION, Severity.WARNING, 0.5,
+                           f"'{name}' is not a speculative method spec-doctor knows",
+                           evidence=(spec_ev, _ver_ev(version, vsrc)),
+                           fix=Fix("Use a method your release lists in `vllm serve --help=speculative-config`:",
+                                   ("vllm serve --help=all",)),
+                           impact="vLLM rejects unknown methods at start-up", impact_score=0.5))
+        return out
+    support = method_support(name, version)
+    row = method_row(name) or {}
+    label = support.label
+    upgrade = (f"pip install -U 'vllm>={support.first_supported}'",) if support.first_supported else ()
+    if version is None:
+        gaps = [s for s in row.get("support", []) if s["status"] != "supported"]
+        if gaps:
+            ranges = "; ".join(f"{s['status']} in {s['versions']}" for s in gaps)
+            out.append(Finding("config.method.version-unknown", Category.ENV_VERSION, Severity.INFO, 0.4,
+                               f"'{name}' ({label}) works only in some vLLM releases; the version is unknown",
+                               evidence=(spec_ev, _ver_ev(None, vsrc), Evidence(gaps[0]["source"], ranges)),
+                               fix=Fix("Tell spec-doctor the version (or check it):",
+                                       ("python -c 'import vllm; print(vllm.__version__)'",
+                                        "spec-doctor check --vllm-version X ...")),
+                               impact="a definite verdict", impact_score=0.3,
+                               data={"method": name}))
+    elif support.status in ("unsupported", "removed", "not-yet"):
+        what = {"unsupported": f"vLLM {version} cannot run {label} speculation",
+                "removed": f"'{name}' was removed from vLLM ({version})",
+                "not-yet": f"vLLM {version} predates the '{name}' method"}[support.status]
+        msg = support.row.get("message")
+        ev = [spec_ev, Evidence(vsrc, f"vLLM {version}"),
+              Evidence(support.source, msg or f"{name}: {support.status} in {support.row.get('versions', '')}")]
+        alt = "use ngram, eagle/eagle3 or mtp where the model has them" if name == "draft_model" else \
+            "pick a method this release has"
+        out.append(Finding(
+            "config.method.unsupported", Category.ENV_VERSION, Severity.ERROR,
+            0.8 if inferred and how.startswith("inferred: no method") else 0.92,
+            what + (f" (it is supported again from {support.first_supported})"
+                    if support.first_supported and support.status == "unsupported" else ""),
+            evidence=tuple(ev),
+            fix=Fix((f"Upgrade to vLLM >= {support.first_supported} and name the method, or {alt}:"
+                     if support.first_supported and support.status != "removed" else f"{alt.capitalize()}:"),
+                    upgrade + _fix_cmds(cfg, support.first_supported if support.status != "removed" else version)),
+            impact="the server starts with speculation instead of failing at config validation",
+            impact_score=0.9, data={"method": name, "status": support.status,
+                                    "first_supported": str(support.first_supported or "")}))
+    elif support.status == "v0-fallback":
+        v1_opt_in = cfg.env.get("VLLM_USE_V1") == "1"
+        out.append(Finding(
+            "config.method.v0-fallback", Category.ENV_VERSION, Severity.WARNING, 0.75,
+            f"vLLM {version} runs {label} speculation on the old V0 engine"
+            + (" (or rejects it, since VLLM_USE_V1=1 is set)" if v1_opt_in else ""),
+            evidence=(spec_ev, Evidence(vsrc, f"vLLM {version}"),
+                      Evidence(support.source, support.row.get("message")
+                               or "Speculative Decoding is not supported by the V1 Engine. Falling back to V0.")),
+            fix=Fix(f"Upgrade to vLLM >= {support.first_supported} so it runs on V1:", upgrade),
+            impact="V1 scheduling and CUDA graphs for the whole server", impact_score=0.6,
+            data={"method": name}))
+    elif support.status == "v1-opt-in":
+        out.append(Finding(
+            "config.method.v1-opt-in", Category.ENV_VERSION, Severity.WARNING, 0.7,
+            f"vLLM {version} runs '{name}' only with VLLM_USE_V1=1 (experimental)",
+            evidence=(spec_ev, Evidence(vsrc, f"vLLM {version}"), Evidence(support.source, "V1 opt-in")),
+            fix=Fix(f"Upgrade to vLLM >= {support.first_supported}:", upgrade),
+            impact="the method runs as configured", impact_score=0.6))
+    elif support.status == "supported":
+        out.append(Finding("config.method.ok", Category.HEALTHY, Severity.INFO, 0.9,
+                           f"vLLM {version} supports {label} speculation ('{name}')",
+                           evidence=(spec_ev, _ver_ev(version, vsrc),
+                                     Evidence(support.source, f"supported in {support.row.get('versions', '')}")),
+                           impact_score=0.0, data={"method": name}))
+
+    if name == "suffix" and row.get("requires_package"):
+        pkgs = facts.get("config.optional_packages")
+        pkg = row["requires_package"]
+        if isinstance(pkgs, dict) and pkg in pkgs and pkgs[pkg] is None:
+            out.append(Finding("config.method.suffix-package", Category.ENV_VERSION, Severity.ERROR, 0.85,
+                               f"Suffix decoding needs {pkg}, which is not installed here",
+                               evidence=(spec_ev, Evidence(pkgs.get("source", "importlib.metadata"),
+                                                           f"{pkg}: not installed"),
+                                         Evidence(row["requires_source"], row["requires_message"])),
+                               fix=Fix(f"Install {pkg}:", (f"pip install {pkg}",)),
+                               impact="the server starts", impact_score=0.8))
+    if name == "eagle3":
+        target = facts.get("models.target")
+        mtype = str(((getattr(target, "config", None) or {}).get("model_type")) or "") if target else ""
+        for rule in applicable_rules("eagle3-targets", version):
+            if mtype and not any(t in mtype for t in rule["targets"]):
+                conf = rule["confidence"] * (1.0 if version is not None else 0.6)
+                out.append(Finding(
+                    "config.method.eagle3-target", Category.ENV_VERSION,
+                    Severity.ERROR if version is not None else Severity.WARNING, conf,
+                    f"EAGLE-3 in vLLM {version or '(version unknown)'} accepts only {rule['targets']} targets; "
+                    f"this target is '{mtype}'",
+                    evidence=(spec_ev, Evidence(getattr(target, "source", "models.target"), f"model_type {mtype!r}"),
+                              Evidence(rule["source"], rule["message"])),
+                    fix=Fix("Upgrade vLLM (later releases accept more architectures) or use another method:",
+                            ("pip install -U vllm",)),
+                    impact="the server starts", impact_score=0.8))
+                break
+    k = spec.num_speculative_tokens
+    if is_mtp_method(name) and k and k > 1 and applicable_rules("mtp-k", version):
+        rule = applicable_rules("mtp-k", version)[0]
+        out.append(Finding(
+            "config.method.mtp-k", Category.K_TOO_LARGE, Severity.INFO, 0.4,
+            f"MTP with num_speculative_tokens={k}: vLLM warns that a single MTP layer run {k} times "
+            "may accept less",
+            evidence=(spec_ev, Evidence(rule["source"], rule["message"])),
+            fix=Fix("Compare against k=1 on your traffic (per-position acceptance shows whether the extra "
+                    "positions pay):", ("--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 1}'",)),
+            impact="fewer wasted verification slots if later positions are rarely accepted", impact_score=0.2,
+            data={"k": k}))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+
+@check("config.parallel", categories=[Category.CONFIG_UNSUPPORTED_COMBO, Category.ENV_VERSION],
+       needs=["config.deployment"], wants=["vllm.version"], sources=[SIGNALS],
+       findings={
+           "config.parallel.draft-tp": "draft tensor parallel size other than what the release allows",
+           "config.parallel.draft-tp-version": "draft TP equal to the target's, which this old release rejects",
+           "config.parallel.pipeline": "pipeline parallelism together with speculative decoding",
+           "config.parallel.chunked-prefill": "chunked prefill with a speculative setup the release rejects",
+           "config.parallel.multi-step": "multi-step scheduling (--num-scheduler-steps > 1) with speculation",
+           "config.parallel.v2-block-manager": "speculation without --use-v2-block-manager on 0.4.1-0.6.2",
+       })
+def parallel(facts: Mapping[str, Any]) -> list[Finding]:
+    """Parallelism and scheduling combinations vLLM rejects with speculative decoding.
+
+    Draft TP must be 1 (0.5.1-0.6.3), 1 or the target's TP (0.6.4+), or exactly the target's TP for V1
+    draft models (0.15+). Pipeline parallelism is not composable with speculation up to 0.15 (and EAGLE-3 +
+    PP not in 0.17-0.23). Chunked prefill was exclusive with speculation up to 0.6.3, needed draft TP 1 in
+    0.6.4, and hidden-state drafters (EAGLE, Medusa, MLP) rejected it until 0.8.3.
+    """
+    cfg: DeploymentConfig = facts["config.deployment"]
+    spec = cfg.speculative
+    if spec is None:
+        return []
+    version, vsrc = _version(facts)
+    vev = _ver_ev(version, vsrc)
+    out: list[Finding] = []
+    tp = cfg.tensor_parallel_size
+    dtp = spec.draft_tensor_parallel_size
+    conf_unknown = UNKNOWN_VERSION_CONFIDENCE
+    if dtp is not None:
+        dev = Evidence(spec.source, f"draft_tensor_parallel_size={dtp}, tensor_parallel_size={tp}")
+        if dtp not in (1, tp):
+            out.append(Finding(
+                "config.parallel.draft-tp", Category.CONFIG_UNSUPPORTED_COMBO, Severity.ERROR, 0.9,
+                f"Draft TP {dtp} is neither 1 nor the target's TP {tp}",
+                evidence=(dev, Evidence("vllm/config.py@v0.6.4.post1", "cannot be other value than 1 or target "
+                                                                       "model tensor_parallel_size")),
+                fix=Fix("Use draft TP 1 (or the target's TP):", _fix_cmds(cfg, version)),
+                impact="the server starts", impact_score=0.8, data={"draft_tp": dtp, "tp": tp}))
+        else:
+            allowed, rule = allowed_draft_tp(version, spec.method, tp)
+            if version is not None and rule and dtp not in allowed:
+                later_ok = rule["allowed"] == "one" and dtp == tp
+                out.append(Finding(
+                    "config.parallel.draft-tp-version" if later_ok else "config.parallel.draft-tp",
+                    Category.ENV_VERSION if later_ok else Category.CONFIG_UNSUPPORTED_COMBO,
+                    Severity.ERROR, 0.85,
+                    (f"vLLM {version} accepts only draft TP 1; draft TP = target TP ({tp}) needs 0.6.4+"
+                     if later_ok else f"vLLM {version} needs draft TP {sorted(allowed)} for method "
+                                      f"'{spec.method}', not {dtp}"),
+                    evidence=(dev, Evidence(vsrc, f"vLLM {version}"), Evidence(rule["source"], rule["message"])),
+                    fix=Fix("Upgrade to vLLM >= 0.6.4, or set the draft TP to 1:" if later_ok else
+                            "Set the draft TP the release accepts:",
+                            (("pip install -U 'vllm>=0.6.4'",) if later_ok else ()) + _fix_cmds(cfg, version)),
+                    impact="the server starts", impact_score=0.8, data={"draft_tp": dtp, "tp": tp}))
+    pp = _int(cfg.args.get("pipeline_parallel_size"))
+    if pp and pp > 1:
+        rules = applicable_rules("pipeline-parallel", version, spec.method)
+        if rules:
+            rule = rules[0]
+            out.append(Finding(
+                "config.parallel.pipeline", Category.CONFIG_UNSUPPORTED_COMBO,
+                Severity.ERROR if version is not None else Severity.WARNING,
+                0.85 if version is not None else conf_unknown,
+                f"Pipeline parallel size {pp} with speculative decoding"
+                + (f" is not supported by vLLM {version}" if version is not None else
+                   " is not supported up to vLLM 0.15 (version unknown)"),
+                evidence=(Evidence(cfg.source_of("pipeline_parallel_size"), f"pipeline_parallel_size={pp}"),
+                          _spec_ev(cfg), vev, Evidence(rule["source"], rule["message"])),
+                fix=Fix("Use tensor parallelism instead of pipeline parallelism with speculation:",
+                        (f"--tensor-parallel-size {tp * pp} --pipeline-parallel-size 1",)),
+                impact="the server starts with speculation", impact_score=0.8, data={"pp": pp}))
+    chunked = cfg.args.get("enable_chunked_prefill")
+    if chunked is True and cfg.origin != "log" or chunked is True and version is not None:
+        for rule_id, applies in (("chunked-prefill-exclusive", True),
+                                 ("chunked-prefill-draft-tp", (dtp or 1) > 1),
+                                 ("chunked-prefill-hidden-state-drafts", True)):
+            rules = applicable_rules(rule_id, version, spec.method)
+            if not applies or not rules or version is None:
+                continue
+            rule = rules[0]
+            out.append(Finding(
+                "config.parallel.chunked-prefill", Category.CONFIG_UNSUPPORTED_COMBO, Severity.ERROR, 0.85,
+                f"vLLM {version} rejects chunked prefill with this speculative setup",
+                evidence=(Evidence(cfg.source_of("enable_chunked_prefill"), "enable_chunked_prefill=True"),
+                          _spec_ev(cfg), vev, Evidence(rule["source"], rule["message"])),
+                fix=Fix("Turn chunked prefill off for this release, or upgrade:",
+                        ("--enable-chunked-prefill=False", "pip install -U vllm")),
+                impact="the server starts", impact_score=0.7))
+            break
+    steps = _int(cfg.args.get("num_scheduler_steps"))
+    if steps and steps > 1:
+        rules = applicable_rules("multi-step", version)
+        if rules:
+            rule = rules[0]
+            out.append(Finding(
+                "config.parallel.multi-step", Category.CONFIG_UNSUPPORTED_COMBO,
+                Severity.ERROR if version is not None else Severity.WARNING,
+                0.85 if version is not None else conf_unknown,
+                f"--num-scheduler-steps {steps} cannot be combined with speculative decoding",
+                evidence=(Evidence(cfg.source_of("num_scheduler_steps"), f"num_scheduler_steps={steps}"), vev,
+                          Evidence(rule["source"], rule["message"])),
+                fix=Fix("Drop multi-step scheduling:", ("--num-scheduler-steps 1",)),
+                impact="the server starts", impact_score=0.7))
+    if version is not None and "use_v2_block_manager" not in cfg.args and cfg.origin != "log":
+        rules = applicable_rules("v2-block-manager", version)
+        if rules:
+            rule = rules[0]
+            out.append(Finding(
+                "config.parallel.v2-block-manager", Category.CONFIG_UNSUPPORTED_COMBO, Severity.ERROR, 0.85,
+                f"vLLM {version} needs --use-v2-block-manager for speculative decoding",
+                evidence=(_spec_ev(cfg), vev, Evidence(rule["source"], rule["message"])),
+                fix=Fix("Add the flag:", _fix_cmds(cfg, version)), impact="the server starts", impact_score=0.7))
+    return out
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _float(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+# ---------------------------------------------------------------------------------------------------
+
+@check("config.cudagraph", categories=[Category.CUDA_GRAPH], needs=["config.deployment"],
+       wants=["vllm.version"], sources=[SIGNALS],
+       findings={
+           "config.cudagraph.enforce-eager": "--enforce-eager with speculation: target and drafter without CUDA graphs",
+           "config.cudagraph.drafter-eager": "the speculative config runs the drafter eagerly",
+           "config.cudagraph.mode": "a compilation/cudagraph mode that disables or downgrades graphs with spec",
+       })
+def cudagraph(facts: Mapping[str, Any]) -> list[Finding]:
+    """CUDA graphs switched off for the target or the drafter.
+
+    Speculation pays by making each decode step cheap; without CUDA graphs every small draft and verify
+    step pays kernel-launch overhead, which often eats the gain. `--enforce-eager` turns graphs off for both
+    models; `"enforce_eager": true` in the speculative config (0.11+) for the drafter; cudagraph_mode NONE
+    or `-O0` for everything; FULL is downgraded to PIECEWISE/NONE on backends without spec support (0.10.1+).
+    """
+    cfg: DeploymentConfig = facts["config.deployment"]
+    spec = cfg.speculative
+    if spec is None:
+        return []
+    version, vsrc = _version(facts)
+    out: list[Finding] = []
+    if cfg.args.get("enforce_eager") is True:
+        out.append(Finding(
+            "config.cudagraph.enforce-eager", Category.CUDA_GRAPH, Severity.WARNING, 0.7,
+            "--enforce-eager with speculative decoding: target and drafter run without CUDA graphs",
+            evidence=(Evidence(cfg.source_of("enforce_eager"), "enforce_eager=True"), _spec_ev(cfg)),
+            fix=Fix("Drop --enforce-eager (lower --gpu-memory-utilization or --max-num-seqs if graph capture "
+                    "ran out of memory).", ()),
+            impact="cheaper draft and verify steps; often the difference between a speed-up and a slow-down",
+            impact_score=0.6))
+    if spec.enforce_eager is True:
+        out.append(Finding(
+            "config.cudagraph.drafter-eager", Category.CUDA_GRAPH, Severity.WARNING, 0.65,
+            "The speculative config runs the drafter eagerly (\"enforce_eager\": true)",
+            evidence=(_spec_ev(cfg),),
+            fix=Fix("Remove \"enforce_eager\" from --speculative-config:", _fix_cmds(cfg, version) or ()),
+            impact="the drafter's k small forward passes use CUDA graphs", impact_score=0.5))
+    cc = cfg.args.get("compilation_config")
+    level = cc if isinstance(cc, (int, float)) and not isinstance(cc, bool) else None
+    mode = None
+    if isinstance(cc, dict):
+        mode = cc.get("cudagraph_mode")
+        level = cc.get("level", cc.get("mode"))
+    if (isinstance(mode, str) and mode.upper() == "NONE") or level in (0, "0", "none", "NONE"):
+        out.append(Finding(
+            "config.cudagraph.mode", Category.CUDA_GRAPH, Severity.WARNING, 0.65,
+            "The compilation config turns CUDA graphs off while speculating",
+            evidence=(Evidence(cfg.source_of("compilation_config"), f"compilation_config={cc!r}"),),
+            fix=Fix("Let vLLM capture graphs (drop the override, or):",
+                    ("--compilation-config '{\"cudagraph_mode\": \"FULL_AND_PIECEWISE\"}'",)),
+            impact="cheaper draft and verify steps", impact_score=0.5))
+    elif isinstance(mode, str) and mode.upper() == "FULL" and applicable_rules("cudagraph-spec-downgrade", version):
+        rule = applicable_rules("cudagraph-spec-downgrade", version)[0]
+        if spec.method in ("eagle", "eagle3") and version is not None and \
+                applicable_rules("drafter-cudagraph-piecewise", version):
+            rule = applicable_rules("drafter-cudagraph-piecewise", version)[0]
+        out.append(Finding(
+            "config.cudagraph.mode", Category.CUDA_GRAPH, Severity.INFO, 0.5,
+            "cudagraph_mode FULL with speculation: vLLM downgrades it on attention backends without "
+            "spec-decode support",
+            evidence=(Evidence(cfg.source_of("compilation_config"), f"compilation_config={cc!r}"),
+                      Evidence(rule["source"], rule["message"])),
+            fix=Fix("Check the log for the downgrade warning, or ask for both modes:",
+                    ("--compilation-config '{\"cudagraph_mode\": \"FULL_AND_PIECEWISE\"}'",)),
+            impact="knowing which graphs actually run", impact_score=0.2))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+
+@check("config.scheduler", categories=[Category.SCHEDULER_CONFIG, Category.OOM, Category.K_TOO_LARGE,
+                                       Category.HIGH_TEMPERATURE],
+       needs=["config.deployment"], wants=["vllm.version", "models.target"], sources=[SIGNALS, DOCS],
+       findings={
+           "config.scheduler.max-num-seqs-low": "--max-num-seqs so low that requests queue instead of batching",
+           "config.scheduler.batched-tokens": "--max-num-batched-tokens below (k+1) x max-num-seqs",
+           "config.scheduler.chunked-prefill-off": "chunked prefill turned off on the V1 engine",
+           "config.scheduler.gpu-memory": "--gpu-memory-utilization >= 0.95 leaves no headroom for the drafter",
+           "config.scheduler.k-large": "num_speculative_tokens above 7 (rarely pays; start at 3-5)",
+           "config.scheduler.temperature": "high sampling temperature with speculation",
+       })
+def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
+    """Scheduler and sampling settings that hold speculation back.
+
+    Each decode step of a full batch needs (k+1) x max-num-seqs tokens of the batched-token budget; less
+    and vLLM splits the batch. K > 7 almost never pays (acceptance falls geometrically per position); start
+    at 3-5. gpu-memory-utilization >= 0.95 leaves nothing for the drafter's activations and CUDA graphs.
+    High temperatures lower acceptance (V1 drafts greedily and accepts with the target's probability).
+    """
+    cfg: DeploymentConfig = facts["config.deployment"]
+    spec = cfg.speculative
+    if spec is None:
+        return []
+    version, vsrc = _version(facts)
+    out: list[Finding] = []
+    k = spec.num_speculative_tokens
+    seqs = cfg.max_num_seqs
+    if seqs is not None and seqs <= 4:
+        out.append(Finding(
+            "config.scheduler.max-num-seqs-low", Category.SCHEDULER_CONFIG, Severity.WARNING, 0.5,
+            f"--max-num-seqs {seqs}: at most {seqs} request(s) run at once, the rest wait",
+            evidence=(Evidence(cfg.source_of("max_num_seqs"), f"max_num_seqs={seqs}"),),
+            fix=Fix("Allow more concurrent sequences if the traffic has them:", ("--max-num-seqs 64",)),
+            impact="higher throughput under concurrent load (latency of a single request is unchanged)",
+            impact_score=0.4, data={"max_num_seqs": seqs}))
+    mbt = _int(cfg.args.get("max_num_batched_tokens"))
+    if mbt is not None and k and seqs:
+        need = (k + 1) * seqs
+        if mbt < need:
+            out.append(Finding(
+                "config.scheduler.batched-tokens", Category.SCHEDULER_CONFIG, Severity.WARNING, 0.6,
+                f"--max-num-batched-tokens {mbt} < (k+1) x max-num-seqs = {need}: a full batch cannot verify "
+                "its drafts in one step",
+                evidence=(Evidence(cfg.source_of("max_num_batched_tokens"), f"max_num_batched_tokens={mbt}"),
+                          Evidence(cfg.source_of("max_num_seqs"), f"max_num_seqs={seqs}"), _spec_ev(cfg)),
+                fix=Fix("Raise the token budget (or lower max-num-seqs):", (f"--max-num-batched-tokens {need}",)),
+                impact="full batches verify in one step", impact_score=0.4, data={"need": need, "have": mbt}))
+    if cfg.args.get("enable_chunked_prefill") is False and (version is None or _base(version) >= Version("0.10.0")):
+        out.append(Finding(
+            "config.scheduler.chunked-prefill-off", Category.SCHEDULER_CONFIG,
+            Severity.WARNING if version is not None else Severity.INFO, 0.5,
+            "Chunked prefill is off: long prompts stall every running request's decode (and speculation) steps",
+            evidence=(Evidence(cfg.source_of("enable_chunked_prefill"), "enable_chunked_prefill=False"),
+                      _ver_ev(version, vsrc)),
+            fix=Fix("Leave chunked prefill on (the V1 default; it is compatible with speculation):",
+                    ("--enable-chunked-prefill",)),
+            impact="steadier decode speed while prompts arrive", impact_score=0.3))
+    gmu = _float(cfg.args.get("gpu_memory_utilization"))
+    if gmu is not None and gmu >= threshold("gpu_memory_utilization_max"):
+        out.append(Finding(
+            "config.scheduler.gpu-memory", Category.OOM, Severity.WARNING, 0.5,
+            f"--gpu-memory-utilization {gmu} leaves almost no headroom for the drafter and CUDA graphs",
+            evidence=(Evidence(cfg.source_of("gpu_memory_utilization"), f"gpu_memory_utilization={gmu}"),
+                      _spec_ev(cfg)),
+            fix=Fix("Leave headroom:", ("--gpu-memory-utilization 0.90",)),
+            impact="no out-of-memory at graph capture or under load", impact_score=0.5, data={"value": gmu}))
+    if k is not None and k > 7:
+        out.append(Finding(
+            "config.scheduler.k-large", Category.K_TOO_LARGE, Severity.WARNING, 0.6,
+            f"num_speculative_tokens={k}: positions beyond ~5 are rarely accepted, but every one is verified",
+            evidence=(_spec_ev(cfg),),
+            fix=Fix("Start at 3-5 and tune with the per-position acceptance rates:",
+                    (_k_fix(cfg, version, 4),)),
+            impact="less wasted verification compute per step", impact_score=0.5, data={"k": k}))
+    temp, temp_src, conf = cfg.temperature, cfg.sources.get("temperature", cfg.origin), 0.5
+    target = facts.get("models.target")
+    gen = getattr(target, "generation_config", None) or {}
+    if temp is None and cfg.args.get("generation_config") != "vllm" and \
+            isinstance(gen.get("temperature"), (int, float)) and not isinstance(gen.get("temperature"), bool):
+        # vLLM serves the model's generation_config.json sampling defaults unless --generation-config vllm;
+        # requests may still set their own temperature.
+        temp, conf = float(gen["temperature"]), 0.35
+        temp_src = f"{getattr(target, 'source', 'target')} generation_config.json (server default)"
+    if temp is not None and temp >= 0.8:
+        out.append(Finding(
+            "config.scheduler.temperature", Category.HIGH_TEMPERATURE,
+            Severity.WARNING if temp >= 1.0 and conf >= 0.5 else Severity.INFO, conf,
+            f"Sampling temperature {temp} with speculation: acceptance drops as temperature rises",
+            evidence=(Evidence(temp_src, f"temperature={temp}"), _spec_ev(cfg)),
+            fix=Fix("Measure acceptance at temperature 0 for reference; if the workload allows, sample cooler:",
+                    ("spec-doctor check --probe offline --temperature 0",)),
+            impact="higher acceptance per step", impact_score=0.4, data={"temperature": temp}))
+    return out
+
+
+def _k_fix(cfg: DeploymentConfig, version: Version | None, k: int) -> str:
+    from spec_doctor.knowledge.deployment import render_command
+
+    plan = plan_fix(cfg, version)
+    spec = dict(plan.spec or {})
+    spec["num_speculative_tokens"] = k
+    return render_command("", None, [("--speculative-config", spec)]).strip()
+
+
+# ---------------------------------------------------------------------------------------------------
+
+@check("config.vllm-parser", categories=[Category.CONFIG_DEPRECATED, Category.HEALTHY],
+       needs=["config.vllm_parse"], wants=["config.deployment"], timeout_s=150,
+       sources=["vLLM's own argument parser (vllm.entrypoints.openai.cli_args.make_arg_parser)"],
+       findings={
+           "config.vllm-parser.rejected": "vLLM's own parser rejects the command line",
+           "config.vllm-parser.disagree": "vLLM's parser reads a value differently from spec-doctor's parser",
+           "config.vllm-parser.ok": "vLLM's own parser accepts the command line",
+       })
+def vllm_parser(facts: Mapping[str, Any]) -> list[Finding]:
+    """Cross-check with the installed vLLM's own argument parser (run in a subprocess).
+
+    Authoritative for the release that is installed: an `unrecognized arguments` error there is exactly
+    what `vllm serve` would print. Values read differently by the two parsers are reported as info.
+    """
+    res = facts["config.vllm_parse"]
+    cfg: DeploymentConfig | None = facts.get("config.deployment")
+    src = res.get("source", "vLLM parser")
+    if not res.get("ok"):
+        err = str(res.get("error") or "rejected")
+        return [Finding("config.vllm-parser.rejected", Category.CONFIG_DEPRECATED, Severity.ERROR, 0.95,
+                        f"vLLM {res.get('version') or ''} rejects the command line: {err[:160]}".replace("  ", " "),
+                        evidence=(Evidence(src, err[:300]),),
+                        fix=Fix("Corrected command:", _fix_cmds(cfg, _pv(res)) if cfg else ()),
+                        impact="the server starts", impact_score=0.9)]
+    out: list[Finding] = []
+    theirs: dict[str, Any] = res.get("args") or {}
+    if cfg is not None:
+        diffs = []
+        for key, ours in cfg.args.items():
+            if key in theirs and not _same(ours, theirs[key]):
+                diffs.append(f"{key}: spec-doctor {ours!r}, vLLM {theirs[key]!r}")
+        if diffs:
+            out.append(Finding("config.vllm-parser.disagree", Category.CONFIG_DEPRECATED, Severity.INFO, 0.6,
+                               f"vLLM's parser reads {len(diffs)} argument(s) differently",
+                               evidence=tuple(Evidence(src, d) for d in diffs[:10]), impact_score=0.1,
+                               data={"differences": diffs}))
+    out.append(Finding("config.vllm-parser.ok", Category.HEALTHY, Severity.INFO, 0.95,
+                       f"vLLM {res.get('version') or ''}'s own parser accepts the command line".replace("  ", " "),
+                       evidence=(Evidence(src, "parse_args succeeded"),), impact_score=0.0))
+    return out
+
+
+def _pv(res: Mapping[str, Any]) -> Version | None:
+    try:
+        return Version(str(res.get("version")).split("+")[0])
+    except Exception:
+        return None
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, dict) or isinstance(b, dict):
+        import json
+
+        try:
+            b2 = json.loads(b) if isinstance(b, str) else b
+        except ValueError:
+            b2 = b
+        if isinstance(a, dict) and isinstance(b2, dict):
+            return all(_same(v, b2.get(k)) for k, v in a.items() if k in b2)
+        return True  # vLLM turns JSON args into config objects; their reprs are not comparable
+    return str(a).lower() == str(b).lower() or _float(a) is not None and _float(a) == _float(b)
+
+
+# ---------------------------------------------------------------------------------------------------
+
+@check("config.sources", categories=[Category.MEASUREMENT], needs=["config.deployment"],
+       findings={"config.sources.conflict": "--cmd/--config and the log describe different configurations"})
+def sources(facts: Mapping[str, Any]) -> list[Finding]:
+    """The command line given and the log disagree: the log is from another configuration.
+
+    spec-doctor diagnoses the --cmd/--config as given; evidence from the log may describe a different run.
+    """
+    cfg: DeploymentConfig = facts["config.deployment"]
+    if not cfg.conflicts:
+        return []
+    ev = tuple(Evidence(c["log_source"], f"{c['key']}: given {c['given']!r}, log {c['log']!r}")
+               for c in cfg.conflicts[:10])
+    return [Finding("config.sources.conflict", Category.MEASUREMENT, Severity.WARNING, 0.7,
+                    f"The log was produced by a different configuration ({len(cfg.conflicts)} difference(s) "
+                    "from --cmd/--config)", evidence=ev,
+                    fix=Fix("Pass the command line and the log of the same run.", ()),
+                    impact="findings that combine the two describe one run", impact_score=0.3,
+                    data={"conflicts": [{k: str(v) for k, v in c.items()} for c in cfg.conflicts]})]

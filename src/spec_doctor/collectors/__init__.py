@@ -1,0 +1,1 @@
+"""Fact collectors, registered through the `spec_doctor.engine.facts` entry-point group."""

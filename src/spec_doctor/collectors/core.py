@@ -1,0 +1,60 @@
+"""Facts every check may rely on: which vLLM version the diagnosis is about."""
+
+from __future__ import annotations
+
+from packaging.version import InvalidVersion, Version
+
+from spec_doctor.engine.facts import FactStore, FactUnavailable, InputError, Sourced, provides
+
+
+def parse_version(text: str) -> Version:
+    """Parse a vLLM version string such as '0.9.0.1', '0.6.4.post1', 'v0.11.0', '0.10.1+cpu'."""
+    return Version(text.strip().lstrip("vV"))
+
+
+@provides("vllm.version")
+def vllm_version(store: FactStore) -> Sourced:
+    """The vLLM version under diagnosis: declared (--vllm-version) > the log's banner > installed."""
+    declared = store.inputs.vllm_version
+    if declared:
+        try:
+            return Sourced(parse_version(declared), "--vllm-version")
+        except InvalidVersion:
+            raise InputError(f"--vllm-version: '{declared}' is not a version (expected e.g. 0.10.1)") from None
+    for fact, label in (("logs.vllm_version", None), ("env.vllm_install", "installed")):
+        found = store.maybe(fact)
+        if found is None:
+            continue
+        text = found.get("version") if isinstance(found, dict) else getattr(found, "value", found)
+        source = found.get("source") if isinstance(found, dict) else getattr(found, "source", fact)
+        if not text:
+            continue
+        try:
+            return Sourced(parse_version(str(text)), label and f"{label} ({source})" or str(source))
+        except InvalidVersion:
+            continue
+    raise FactUnavailable("vLLM version unknown (pass --vllm-version, a log with the banner, or install vLLM)")
+
+
+# Facts that summarise an area with numbers worth showing, comparing and plotting. Each becomes
+# `report["sections"][name]` when it was collected (or can be collected cheaply) in this run.
+SECTION_FACTS = {
+    "logs": "logs.summary",
+    "metrics": "metrics.summary",
+    "memory": "memory.budget",
+    "vram": "vram.samples",
+    "probe": "probe.result",
+    "fleet": "fleet.summary",
+}
+
+
+@provides("report.sections")
+def report_sections(store: FactStore) -> dict:
+    from spec_doctor.engine.jsonable import jsonable
+
+    sections = {}
+    for name, fact in SECTION_FACTS.items():
+        value = store.maybe(fact)
+        if value is not None:
+            sections[name] = jsonable(value)
+    return sections

@@ -1,0 +1,154 @@
+"""Facts from vLLM logs (--log, repeatable; '-' is stdin; .gz works). Each file is parsed once, streaming.
+
+Facts:
+  logs.files          list[LogFile] (spec_doctor.parsers.logparse.summary): every parsed file, unusable ones with .error
+  logs.vllm_version   {"version": str, "source": "file:line"}
+  logs.config_lines   [{"kind": "non-default-args"|"engine-config"|"args", "text": payload, "source": "file:line"}]
+  logs.startup        {name: Sourced}: gpu_kv_cache_tokens, max_concurrency, max_model_len, available_kv_memory_gib,
+                      model_weights_gib, model_load_seconds, gpu_blocks, cpu_blocks, graph_capture_gib,
+                      memory_profile_*_gib, total_gpu_memory_gib, gpu_memory_utilization, v0_model_weights_gib,
+                      v0_kv_cache_gib, max_num_batched_tokens, drafter_loading, engine ("v0"|"v1"), spec_config (dict)
+  logs.acceptance     [per stream with spec metrics: {"stream", "source", "formats", "k", "windows", "accepted",
+                      "drafted", "acceptance_rate", "mean_acceptance_length", "per_position"}]
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from spec_doctor.engine.facts import FactStore, FactUnavailable, InputError, Sourced, provides
+
+
+def _display_names(paths: list[str]) -> dict[str, str]:
+    """Evidence names: the path as given, '<stdin>' for '-'."""
+    return {p: ("<stdin>" if p == "-" else p) for p in paths}
+
+
+@provides("logs.files")
+def log_files(store: FactStore) -> list:
+    from spec_doctor.parsers.logparse import LogFile, LogReadError, parse_log
+
+    paths = list(store.inputs.logs)
+    if not paths:
+        raise FactUnavailable("no log given (--log)")
+    names = _display_names(paths)
+    out: list = []
+    problems: list[str] = []
+    for path in paths:
+        if path != "-":
+            if os.path.isdir(path):
+                raise InputError(f"log file '{path}' is a directory, expected a file")
+            if not os.path.exists(path):
+                raise InputError(f"log file '{path}' does not exist")
+            if not os.access(path, os.R_OK):
+                raise InputError(f"log file '{path}' is not readable (permission denied)")
+        try:
+            lf = parse_log(path, names[path])
+        except LogReadError as exc:
+            lf = LogFile(path=path, display=names[path])
+            lf.error = str(exc)
+        except MemoryError:
+            raise InputError(f"log file '{path}' could not be parsed within memory limits") from None
+        reason = _unusable(lf)
+        if reason:
+            lf.error = reason
+            problems.append(reason)
+        out.append(lf)
+    if problems and len(problems) == len(out) and not _others_given(store):
+        raise InputError(problems[0] if len(problems) == 1 else f"{problems[0]} (and {len(problems) - 1} more)")
+    return out
+
+
+def _others_given(store: FactStore) -> bool:
+    i = store.inputs
+    return bool(i.cmd or i.config or i.target or i.draft or i.metrics_urls or i.metrics_baseline or i.server)
+
+
+def _unusable(lf: Any) -> str | None:
+    if getattr(lf, "error", None):
+        return lf.error
+    if lf.size_bytes == 0 and lf.lines == 0:
+        return f"log file '{lf.display}' is empty"
+    if lf.binary:
+        return f"log file '{lf.display}' looks binary (NUL bytes, no vLLM lines), not a text log"
+    return None
+
+
+def usable(files: list) -> list:
+    return [f for f in files if not getattr(f, "error", None)]
+
+
+@provides("logs.vllm_version")
+def log_vllm_version(store: FactStore) -> dict:
+    for lf in usable(store.get("logs.files")):
+        if lf.vllm_version is not None:
+            return {"version": lf.vllm_version.value, "source": lf.vllm_version.source}
+    raise FactUnavailable("no vLLM version banner in the log(s)")
+
+
+@provides("logs.config_lines")
+def log_config_lines(store: FactStore) -> list:
+    lines = [c for lf in usable(store.get("logs.files")) for c in lf.config_lines]
+    if not lines:
+        raise FactUnavailable("no `non-default args`, `args:` or engine-config line in the log(s)")
+    return lines
+
+
+@provides("logs.startup")
+def log_startup(store: FactStore) -> dict:
+    out: dict[str, Sourced] = {}
+    for lf in usable(store.get("logs.files")):
+        for name, value in lf.startup.items():
+            out.setdefault(name, value)
+        if lf.engine is not None:
+            out.setdefault("engine", lf.engine)
+        if lf.spec_config is not None:
+            out.setdefault("spec_config", Sourced(dict(lf.spec_config), lf.spec_config["source"]))
+    if not out:
+        raise FactUnavailable("no start-up lines (KV cache size, memory profile, engine config) in the log(s)")
+    return out
+
+
+@provides("logs.acceptance")
+def log_acceptance(store: FactStore) -> list:
+    out = []
+    for lf in usable(store.get("logs.files")):
+        for s in lf.spec_streams:
+            out.append({"stream": s.label, "source": s.lines_range(), "formats": sorted(s.spec_formats),
+                        "k": s.k, "windows": s.n_spec, "accepted": s.accepted, "drafted": s.drafted,
+                        "acceptance_rate": s.acceptance_rate, "mean_acceptance_length": s.mean_acceptance_length,
+                        "per_position": list(s.per_position)})
+    if not out:
+        raise FactUnavailable("no spec-decode metrics lines in the log(s)")
+    return out
+
+
+def _r(x: float | None, nd: int = 4) -> float | None:
+    return None if x is None else round(float(x), nd)
+
+
+@provides("logs.summary")
+def logs_summary(store: FactStore) -> dict:
+    """Numbers worth showing, comparing and plotting, per log stream: acceptance (rate, tokens/step, per-position
+    curve) and the stats windows over time (throughput, running/waiting, KV usage). `report.sections.logs`."""
+    streams = []
+    for lf in usable(store.get("logs.files")):
+        for s in lf.streams.values():
+            windows = [{"line": w.line,
+                        "generation_throughput": _r(w.stats.gen_tps, 2), "prompt_throughput": _r(w.stats.prompt_tps, 2),
+                        "running": w.stats.running, "waiting": w.stats.waiting, "kv_usage": _r(w.stats.kv_usage, 2)}
+                       for w in s.windows if w.stats is not None]
+            entry: dict = {"stream": s.label, "source": s.lines_range(), "stats_windows": len(windows)}
+            if s.n_spec:
+                entry["acceptance"] = {"k": s.k, "windows": s.n_spec, "accepted": s.accepted, "drafted": s.drafted,
+                                       "acceptance_rate": _r(s.acceptance_rate),
+                                       "tokens_per_step": _r(s.mean_acceptance_length),
+                                       "per_position": [_r(p) for p in s.per_position]}
+            if windows:
+                entry["windows"] = windows
+            if s.n_spec or windows:
+                streams.append(entry)
+    if not streams:
+        raise FactUnavailable("no stats or spec-decode metrics lines in the log(s)")
+    return {"streams": streams}

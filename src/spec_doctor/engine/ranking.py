@@ -1,0 +1,46 @@
+"""Ranking findings and deciding the verdict and exit code."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from spec_doctor.engine.model import Category, CheckResult, CheckStatus, Finding, Severity
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_CANNOT_ASSESS = 2
+
+FAIL_ON_CHOICES = ("error", "warning", "info", "never")
+
+
+def rank(findings: Iterable[Finding]) -> list[Finding]:
+    """Highest score first (severity x confidence x impact); healthy notes last; stable by id."""
+    return sorted(findings, key=lambda f: (f.category is Category.HEALTHY, -f.score, -f.severity.rank, f.id))
+
+
+def verdict(findings: list[Finding], results: list[CheckResult]) -> str:
+    """healthy | degraded | broken | unknown."""
+    problems = [f for f in findings if f.category is not Category.HEALTHY]
+    if any(f.severity is Severity.ERROR for f in problems):
+        return "broken"
+    if any(f.severity is Severity.WARNING for f in problems):
+        return "degraded"
+    ran = [r for r in results if r.status in (CheckStatus.PASS, CheckStatus.FINDINGS)]
+    if not ran:
+        return "unknown"
+    return "healthy"
+
+
+def exit_code(findings: list[Finding], fail_on: str, *, assessed: bool = True) -> int:
+    """0 nothing at or above --fail-on; 1 findings at or above it; 2 could not assess.
+
+    The same in every output format.
+    """
+    if not assessed:
+        return EXIT_CANNOT_ASSESS
+    if fail_on == "never":
+        return EXIT_OK
+    threshold = Severity(fail_on).rank
+    if any(f.severity.rank >= threshold for f in findings if f.category is not Category.HEALTHY):
+        return EXIT_FINDINGS
+    return EXIT_OK

@@ -1,0 +1,32 @@
+"""The one loader for knowledge files (`knowledge/data/*.toml`): parsed once, shared by every layer above.
+
+`threshold(name)` is how any module reads a threshold; every threshold lives in `data/thresholds.toml` with why it
+has that value and where that comes from."""
+
+from __future__ import annotations
+
+import functools
+import tomllib
+from importlib import resources
+from typing import Any
+
+
+@functools.cache
+def load(name: str) -> dict[str, Any]:
+    """data/<name> (e.g. 'flags.toml'), parsed once per process."""
+    text = resources.files("spec_doctor.knowledge").joinpath("data", name).read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+def text(name: str) -> str:
+    """data/<name> as text (for the few non-TOML knowledge files, e.g. taxonomy.md)."""
+    return resources.files("spec_doctor.knowledge").joinpath("data", name).read_text(encoding="utf-8")
+
+
+def threshold(name: str) -> float:
+    """A named threshold from data/thresholds.toml (KeyError names a threshold nobody defined)."""
+    return float(load("thresholds.toml")["threshold"][name]["value"])
+
+
+def thresholds() -> dict[str, dict[str, Any]]:
+    return dict(load("thresholds.toml")["threshold"])

@@ -1,0 +1,106 @@
+"""What model names, config.json fields and method names tell: sizes from names (a known-size table and the
+'7B' / '30B-A3B' notations), quantization from names, method families (model-free / head / draft model)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from spec_doctor.knowledge.data import load
+
+
+@lru_cache(maxsize=1)
+def knowledge() -> dict[str, Any]:
+    """knowledge/data/models.toml, parsed once."""
+    return load("models.toml")
+
+
+# --------------------------------------------------------------------------------------- names
+def normalize_name(ref: str) -> str:
+    """'/models/Qwen2.5-72B-Instruct-AWQ/' -> 'qwen2.5-72b-instruct-awq'; ModelScope's '0___6B' -> '0.6b'."""
+    last = ref.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1]
+    return last.lower().replace("___", ".").replace("_", "-")
+
+
+_MOE_RE = re.compile(r"(?<![a-z0-9.])(\d+(?:\.\d+)?)b-a(\d+(?:\.\d+)?)b(?![a-z0-9])")
+_XMOE_RE = re.compile(r"(?<![a-z0-9.])(\d+)x(\d+(?:\.\d+)?)b(?![a-z0-9])")
+_SIZE_RE = re.compile(r"(?<![a-z0-9.])(\d+(?:\.\d+)?)([bm])(?![a-z0-9])")
+
+
+@dataclass(frozen=True)
+class NameSize:
+    params: int  # total parameters
+    active: int | None  # active parameters per token (MoE), when the name says so
+    basis: str  # "known-size table" | "name"
+    source: str
+
+
+def size_from_name(ref: str) -> NameSize | None:
+    """Parameter count from a model name: a model-card table first, else the '7B' / '0.5B' / '125m' /
+    '30B-A3B' / '8x7B' notation. None when the name carries no size."""
+    name = normalize_name(ref)
+    for row in knowledge().get("known_size", []):
+        if re.search(row["pattern"], name):
+            active = row.get("active_b")
+            return NameSize(int(row["params_b"] * 1e9), int(active * 1e9) if active else None,
+                            "known-size table", row["source"])
+    m = _MOE_RE.search(name)
+    if m:
+        return NameSize(int(float(m.group(1)) * 1e9), int(float(m.group(2)) * 1e9), "name", ref)
+    m = _XMOE_RE.search(name)
+    if m:  # "8x7b": experts x expert size; shared layers make the true total smaller
+        return NameSize(int(int(m.group(1)) * float(m.group(2)) * 1e9), None, "name", ref)
+    m = _SIZE_RE.search(name)
+    if m:
+        scale = 1e9 if m.group(2) == "b" else 1e6
+        return NameSize(int(float(m.group(1)) * scale), None, "name", ref)
+    return None
+
+
+def quantization_from_name(ref: str) -> str | None:
+    name = normalize_name(ref)
+    for word, method in (("awq", "awq"), ("gptq", "gptq"), ("fp8", "fp8"), ("int4", "int4"), ("int8", "int8"),
+                         ("bnb", "bitsandbytes"), ("gguf", "gguf"), ("nvfp4", "nvfp4"), ("mxfp4", "mxfp4")):
+        if re.search(rf"(^|[-.]){word}([-.]|$)", name):
+            return method
+    return None
+
+
+# --------------------------------------------------------------------------------------- methods
+MODEL_FREE = "model-free"
+HEAD = "head"
+DRAFT_MODEL = "draft_model"
+
+
+def method_family(method: str | None) -> str | None:
+    if not method:
+        return None
+    m = method.strip().lower()
+    data = knowledge()["methods"]
+    if m in data["model_free"]:
+        return MODEL_FREE
+    if m in data["heads"] or m.endswith("_mtp"):
+        return HEAD
+    if m == "draft_model":
+        return DRAFT_MODEL
+    return None
+
+
+def is_head_name(ref: str) -> bool:
+    name = normalize_name(ref)
+    return any(re.search(rf"(^|[-.]){w}([-.\d]|$)", name) for w in knowledge()["methods"]["head_name_words"])
+
+
+
+
+def text_config(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Multimodal configs keep the language model's settings in text_config / llm_config."""
+    for key in ("text_config", "llm_config", "language_config"):
+        sub = cfg.get(key)
+        if isinstance(sub, dict) and (sub.get("vocab_size") or sub.get("hidden_size")):
+            return sub
+    return cfg
+
+

@@ -1,0 +1,338 @@
+"""Parse a vLLM launch command line the way vLLM's own parser would, without importing vLLM.
+
+Handles `vllm serve MODEL ...`, `python -m vllm.entrypoints.openai.api_server ...`, docker `vllm-openai`
+images, leading `VAR=value` environment assignments, shell quoting, `\\` line continuations (also the
+pasted-on-one-line ` \\ ` form), `--flag=value`, `--flag value`, `--no-flag`, underscores in flag names
+(vLLM's FlexibleArgumentParser turns `--max_num_seqs` into `--max-num-seqs`), dotted JSON keys
+(`--speculative-config.num_speculative_tokens 5`) and short aliases (`-tp 4`, `-O3`, `-sc '{...}'`).
+
+The result is plain data (`ParsedCommand`); turning it into a DeploymentConfig is confignorm's job.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from spec_doctor.engine.facts import InputError
+from spec_doctor.knowledge.specdata import boolean_flags, canonical_flag, json_flags
+
+_ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_NUMBER = re.compile(r"^-?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
+_WRAPPERS = {"env", "sudo", "nohup", "time", "exec", "command", "stdbuf", "numactl", "taskset", "uv", "run"}
+_API_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
+# Short options that are followed directly by their value (-O3).
+_ATTACHED_SHORT = {"-O": "--compilation-config"}
+
+
+@dataclass
+class ParsedCommand:
+    """One parsed vLLM command line."""
+
+    program: str  # "vllm serve" | "python -m vllm.entrypoints.openai.api_server" | "flags only" | ...
+    model: str | None = None
+    # Normalized name (underscores, as vLLM's Python attribute) -> value (typed: int/float/bool/dict/str).
+    args: dict[str, Any] = field(default_factory=dict)
+    # Normalized name -> the flag as the user wrote it ("--speculative_model", "-tp").
+    written: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)  # leading VAR=value assignments
+    positional: list[str] = field(default_factory=list)  # extra positional words (unexpected)
+    text: str = ""
+
+
+def _strip_continuations(text: str) -> str:
+    """Join `\\`-newline continuations and drop pasted-inline ` \\ ` separators (outside quotes)."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    out: list[str] = []
+    quote: str | None = None
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if quote:
+            out.append(ch)
+            if ch == quote:
+                quote = None
+            elif ch == "\\" and quote == '"' and i + 1 < n:
+                out.append(text[i + 1])
+                i += 1
+            i += 1
+            continue
+        if ch in "'\"":
+            quote = ch
+            out.append(ch)
+        elif ch == "\\":
+            nxt = text[i + 1] if i + 1 < n else ""
+            prev = text[i - 1] if i > 0 else " "
+            if nxt == "\n":
+                out.append(" ")
+                i += 2
+                continue
+            if nxt in ("", " ", "\t") and prev in (" ", "\t", "\n"):
+                out.append(" ")  # `a \ --b` pasted on one line: the backslash was a lost line break
+            else:
+                out.append(ch)
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def tokenize(text: str) -> list[str]:
+    """Shell-split a command line. Raises InputError for unbalanced quotes."""
+    cleaned = _strip_continuations(text)
+    # Comments after the command (`# with spec`) are not arguments.
+    try:
+        lexer = shlex.shlex(cleaned, posix=True, punctuation_chars=";&|")
+        lexer.whitespace_split = True
+        lexer.commenters = "#"
+        return list(lexer)
+    except ValueError as exc:
+        raise InputError(f"--cmd: cannot split the command line ({exc}; check the quotes)") from None
+
+
+def _segments(tokens: list[str]) -> list[list[str]]:
+    """Split on shell operators (;, &&, ||, |) into simple commands."""
+    segs: list[list[str]] = [[]]
+    for tok in tokens:
+        if tok and set(tok) <= set(";&|"):
+            segs.append([])
+        else:
+            segs[-1].append(tok)
+    return [s for s in segs if s]
+
+
+def _find_program(seg: list[str]) -> tuple[str, dict[str, str], list[str], str | None] | None:
+    """(program, env, argv after the program, positional model) for a vLLM invocation, else None."""
+    env: dict[str, str] = {}
+    i = 0
+    while i < len(seg):
+        tok = seg[i]
+        if _ENV_ASSIGN.match(tok):
+            key, _, value = tok.partition("=")
+            env[key] = value
+            i += 1
+        elif tok in _WRAPPERS:
+            i += 1
+        else:
+            break
+    rest = seg[i:]
+    if not rest:
+        return None
+    head = rest[0].rsplit("/", 1)[-1]
+    if head == "vllm" and len(rest) >= 2 and rest[1] == "serve":
+        argv = rest[2:]
+        model = None
+        if argv and not argv[0].startswith("-"):
+            model, argv = argv[0], argv[1:]
+        return "vllm serve", env, argv, model
+    if re.match(r"^python(\d+(\.\d+)*)?$", head):
+        for j, tok in enumerate(rest):
+            if tok == "-m" and j + 1 < len(rest):
+                mod = rest[j + 1]
+                if mod in _API_MODULES:
+                    return f"python -m {mod}", env, rest[j + 2:], None
+                if mod == "vllm.entrypoints.cli.main" and j + 2 < len(rest) and rest[j + 2] == "serve":
+                    argv = rest[j + 3:]
+                    model = None
+                    if argv and not argv[0].startswith("-"):
+                        model, argv = argv[0], argv[1:]
+                    return "vllm serve", env, argv, model
+        return None
+    if head == "docker" or head == "podman":
+        for j, tok in enumerate(rest):
+            if "vllm-openai" in tok or re.search(r"(^|/)vllm(-[a-z]+)?(:|$)", tok):
+                if j > 0 and rest[j - 1].startswith("-") and "=" not in rest[j - 1] and not tok.startswith("vllm"):
+                    continue
+                return f"docker {tok}", env, rest[j + 1:], None
+        return None
+    return None
+
+
+def split_command(text: str) -> tuple[str, dict[str, str], list[str], str | None]:
+    """Find the vLLM invocation in a command line: (program, env, argv, positional model).
+
+    Raises InputError when the text is not a vLLM command line.
+    """
+    if not text or not text.strip():
+        raise InputError("--cmd is empty")
+    tokens = tokenize(text)
+    segs = _segments(tokens)
+    for seg in segs:
+        found = _find_program(seg)
+        if found:
+            return found
+    # Bare flags (`--model X --speculative-config ...`) are accepted as the argument list.
+    if segs and segs[0][0].startswith("--"):
+        return "flags only", {}, segs[0], None
+    first = " ".join(tokens[:3]) if tokens else text.strip()[:40]
+    raise InputError(f"--cmd: not a vLLM command line (starts with '{first}'); expected `vllm serve MODEL ...` "
+                     "or `python -m vllm.entrypoints.openai.api_server ...`")
+
+
+def coerce(text: str) -> Any:
+    """A command-line word as vLLM would type it: int, float, bool, None, or the string."""
+    low = text.lower()
+    if low == "true":
+        return True
+    if low == "false":
+        return False
+    if low in ("none", "null"):
+        return None
+    if _NUMBER.match(text):
+        try:
+            return int(text)
+        except ValueError:
+            return float(text)
+    return text
+
+
+def parse_json_value(flag: str, text: Any) -> Any:
+    """Parse a JSON-valued flag (`--speculative-config '{...}'`). Accepts a Python dict literal too
+    (vLLM 0.8.2 used ast.literal_eval). Raises InputError with the position of the JSON error."""
+    if not isinstance(text, str):
+        return text
+    stripped = text.strip()
+    if not stripped.startswith(("{", "[")):
+        return coerce(stripped)
+    try:
+        return json.loads(stripped)
+    except json.JSONDecodeError as exc:
+        try:
+            value = ast.literal_eval(stripped)
+            if isinstance(value, (dict, list)):
+                return value
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            pass
+        raise InputError(f"{flag}: malformed JSON ({exc.msg} at column {exc.colno}): {stripped[:120]}") from None
+
+
+def _set_dotted(target: dict[str, Any], path: list[str], value: Any) -> None:
+    node = target
+    for key in path[:-1]:
+        nxt = node.get(key)
+        if not isinstance(nxt, dict):
+            nxt = {}
+            node[key] = nxt
+        node = nxt
+    node[path[-1]] = value
+
+
+def _norm_flag(raw: str) -> str:
+    """`--max_num_seqs` -> `--max-num-seqs` (FlexibleArgumentParser does the same); aliases -> canonical."""
+    if raw.startswith("--"):
+        return canonical_flag("--" + raw[2:].replace("_", "-"))
+    return canonical_flag(raw)
+
+
+def dest_of(flag: str) -> str:
+    """`--max-num-seqs` -> `max_num_seqs`."""
+    return flag.lstrip("-").replace("-", "_")
+
+
+def parse_argv(argv: list[str], *, program: str = "flags only", model: str | None = None,
+               env: dict[str, str] | None = None, text: str = "") -> ParsedCommand:
+    """Parse vLLM arguments. Unknown flags are kept (a check decides what they mean)."""
+    out = ParsedCommand(program=program, model=model, env=dict(env or {}), text=text)
+    bools = boolean_flags()
+    jsons = json_flags()
+    dotted: dict[str, dict[str, Any]] = {}
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        i += 1
+        if tok == "--":
+            out.positional.extend(argv[i:])
+            break
+        if not tok.startswith("-") or _NUMBER.match(tok):
+            if program == "vllm serve" and out.model is None:
+                out.model = tok
+            else:
+                out.positional.append(tok)
+            continue
+        value: Any = None
+        has_value = False
+        name = tok
+        if tok[:2] in _ATTACHED_SHORT and len(tok) > 2 and tok[2] not in ".=":
+            name, value, has_value = _ATTACHED_SHORT[tok[:2]], tok[2:], True  # -O3
+        elif "=" in tok:
+            name, value = tok.split("=", 1)
+            has_value = True
+        base, _, subpath = name.partition(".")
+        flag = _norm_flag(base)
+        negated = False
+        if flag.startswith("--no-") and not subpath:
+            flag, negated = _norm_flag("--" + flag[5:]), True
+        if not has_value and not negated:
+            nxt = argv[i] if i < len(argv) else None
+            takes_next = nxt is not None and (not nxt.startswith("-") or bool(_NUMBER.match(nxt)))
+            if flag in bools and not subpath:
+                if takes_next and nxt.lower() in ("true", "false"):
+                    value, has_value = nxt, True
+                    i += 1
+            elif takes_next:
+                value, has_value = nxt, True
+                i += 1
+        dest = dest_of(flag)
+        out.written.setdefault(dest, name if subpath else base)
+        if negated:
+            out.args[dest] = False
+            continue
+        if subpath:
+            dotted.setdefault(dest, {})
+            _set_dotted(dotted[dest], subpath.split("."), coerce(value) if has_value else True)
+            continue
+        if not has_value:
+            out.args[dest] = True
+        elif flag in jsons:
+            out.args[dest] = parse_json_value(base, value)
+        else:
+            out.args[dest] = coerce(value)
+    for dest, sub in dotted.items():
+        base = out.args.get(dest)
+        merged = dict(base) if isinstance(base, dict) else {}
+        _deep_merge(merged, sub)
+        out.args[dest] = merged
+    if out.model is None and isinstance(out.args.get("model"), str):
+        out.model = out.args["model"]
+    if out.model is not None:
+        out.args.setdefault("model", out.model)
+    return out
+
+
+def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> None:
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _deep_merge(base[key], value)
+        else:
+            base[key] = value
+
+
+def parse_command(text: str) -> ParsedCommand:
+    """Parse a full command line (see module docstring). Raises InputError on bad input."""
+    program, env, argv, model = split_command(text)
+    return parse_argv(argv, program=program, model=model, env=env, text=text)
+
+
+def yaml_to_argv(mapping: dict[str, Any]) -> list[str]:
+    """vLLM's `--config FILE` semantics: each key becomes `--key value` (True -> bare flag, False ->
+    omitted, dicts -> JSON, lists -> repeated values), as FlexibleArgumentParser._load_config_file does."""
+    argv: list[str] = []
+    for key, value in mapping.items():
+        flag = "--" + str(key).replace("_", "-")
+        if value is True:
+            argv.append(flag)
+        elif value is False:
+            argv.append("--no-" + flag[2:])
+        elif value is None:
+            continue
+        elif isinstance(value, dict):
+            argv += [flag, json.dumps(value)]
+        elif isinstance(value, list):
+            argv += [flag, *[str(v) for v in value]]
+        else:
+            argv += [flag, str(value)]
+    return argv

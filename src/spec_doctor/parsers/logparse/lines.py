@@ -1,0 +1,451 @@
+"""One log record -> typed values. Pure functions of a string (no I/O), fuzzed by tests.
+
+Formats are those vLLM has printed from 0.4 to 0.33 (verbatim format strings and the release ranges are
+in vllm-signals.md §2-§6, cited per regex below as `file@version-range`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# The generic header (vllm/logger.py _FORMAT, every release): optional custom/docker prefix, optional
+# process tag `(APIServer pid=1)`, level, `%m-%d %H:%M:%S`, `[file:line]` (no `[` before 0.8.0).
+_HEADER_REST = (
+    r"(?:\((?P<proc>[\w\-.]+) pid=(?P<pid>\d+)(?:, ip=[^)]*)?\)\s+)?"
+    r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+(?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)?\s+"
+    r"\[?(?P<file>[^\s\]]+?):(?P<lineno>\d+)\]\s(?P<msg>.*)")
+_HEADER = re.compile(r"(?P<custom>.*?)" + _HEADER_REST)
+# Fast path: the same header with nothing or a docker-compose prefix before it, matched at the start. Where it
+# matches, `_HEADER` matches identically: its lazy prefix cannot stop inside `name  | ` (no `(`, and a level
+# word there is never followed by whitespace and a digit), so both find the header at the same offset.
+_HEADER_FAST = re.compile(r"(?P<custom>(?:(?P<dock>[\w.\-]+)\s+\|\s)?)" + _HEADER_REST)
+# A level word and time stamp: every header start (`_HEADER_START`) contains one.
+_LEVEL_TS = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d")
+# Where a second record starts inside one physical line (two records glued together).
+_HEADER_START = re.compile(
+    r"(?:\([\w\-.]+ pid=\d+(?:, ip=[^)]*)?\)\s+)?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d")
+_DOCKER = re.compile(r"^([\w.\-]+)\s+\|\s")
+_TAG = re.compile(r"\((?P<proc>[\w\-.]+) pid=(?P<pid>\d+)(?:, ip=[^)]*)?\)")
+
+_NUM = r"(nan|-?[\d.]+(?:e[-+]?\d+)?)"
+# vllm/engine/metrics.py@v0.4.1-0.9.2 (0.4.1-0.5.2 print "tokens tokens").
+SPEC_V0 = re.compile(
+    r"Speculative metrics: Draft acceptance rate: " + _NUM + r", System efficiency: " + _NUM +
+    r", Number of speculative tokens: (\d+), Number of accepted tokens: (\d+), "
+    r"Number of draft tokens(?: tokens)?: (\d+), Number of emitted tokens(?: tokens)?: (\d+)")
+# vllm/v1/spec_decode/metrics.py@v0.8.3-0.8.4
+SPEC_V1A = re.compile(r"SpecDecoding metrics: Draft acceptance rate: " + _NUM +
+                      r"%, Accepted: (\d+) tokens, Drafted: (\d+) tokens(?!, Per)")
+# @v0.8.5-0.10.1.1
+SPEC_V1B = re.compile(r"SpecDecoding metrics: Draft acceptance rate: " + _NUM + r"%, Mean acceptance length: "
+                      + _NUM + r", Accepted: (\d+) tokens, Drafted: (\d+) tokens"
+                      r"(?:, Per-position acceptance rate: ?([\d., na]*))?")
+# @v0.10.2-0.33.0
+SPEC_V1C = re.compile(r"SpecDecoding metrics: Mean acceptance length: " + _NUM + r", Accepted throughput: " + _NUM
+                      + r" tokens/s, Drafted throughput: " + _NUM + r" tokens/s, Accepted: (\d+) tokens, "
+                      r"Drafted: (\d+) tokens(?:, Per-position acceptance rate: ?([\d., na]*?)"
+                      r"(?:, Avg Draft acceptance rate: " + _NUM + r"%)?)?\s*$")
+SPEC_V0_TIMES = re.compile(r"SpecDecodeWorker stage times: average_time_per_proposal_tok_ms=([\d.]+) "
+                           r"scoring_time_ms=([\d.]+) verification_time_ms=([\d.]+)")
+
+# Periodic stats, vllm/engine/metrics.py (V0) and vllm/v1/metrics/loggers.py (V1): parsed field by field
+# because the V1 line is composed from optional parts (0.11.1+) and may be cut anywhere.
+STATS_ANCHOR = re.compile(r"(?:(?:Engine (\d{1,6})|(\d{1,6}) Engines Aggregated): )?Avg prompt throughput: ")
+_STATS_FIELDS = {
+    "prompt_tps": re.compile(r"Avg prompt throughput: " + _NUM + " tokens/s"),
+    "gen_tps": re.compile(r"Avg generation throughput: " + _NUM + " tokens/s"),
+    "running": re.compile(r"Running: (\d+) reqs"),
+    "waiting": re.compile(r"(?:Waiting|Pending): (\d+) reqs"),
+    "swapped": re.compile(r"Swapped: (\d+) reqs"),
+    "preemptions": re.compile(r"Preemptions: (\d+)"),
+    "kv_usage": re.compile(r"(?:GPU|\w{1,12}) KV cache usage: " + _NUM + "%"),
+    "cpu_kv_usage": re.compile(r"CPU KV cache usage: " + _NUM + "%"),
+    "prefix_hit": re.compile(r"(?<!External )(?<!MM )Prefix cache hit rate: " + _NUM + "%"),
+}
+# V0 separate line, vllm/engine/metrics.py@v0.5.5-0.10.2
+PREFIX_V0 = re.compile(r"Prefix cache hit rate: GPU: " + _NUM + r"%, CPU: " + _NUM + "%")
+# V0 preemption, vllm/core/scheduler.py@v0.4.3-0.10.2 (rate-limited: #1, #51, ...)
+PREEMPT_V0 = re.compile(r"is preempted by (PreemptionMode\.\w+|\w+) mode because there is not enough KV cache space"
+                        r".*?(?:total_num_cumulative_preemption=(\d+))?$")
+
+# Start-up lines (§4.2, §6.1)
+VERSION_PATTERNS = (
+    re.compile(r"vLLM API server version ([\w.+\-]+)"),
+    re.compile(r"vLLM server version ([\w.+\-]+)"),
+    re.compile(r"Initializing an? (?:V[01] )?LLM engine \(v([\w.+\-]+)\)"),
+    re.compile(r"^vLLM Version\s*:\s*([\d][\w.+\-]*)"),
+    # The ASCII-logo banner (0.15-0.33, vllm/entrypoints/serve/utils/api_utils.py): "▄▄ ▄█ █ ... version 0.32.0"
+    re.compile(r"^\s*(?:[▄█▀]+\s+)+version\s+(\d[\w.+\-]*)"),
+)
+ENGINE_INIT = re.compile(r"Initializing (?:an? )?(V0 |V1 )?LLM engine \(v[\w.+\-]+\) with config: (.*)")
+NON_DEFAULT_ARGS = re.compile(r"non-default args: (\{.*)")
+ARGS_NAMESPACE = re.compile(r"^args: (Namespace\(.*)")
+SPEC_CONFIG_REPR = re.compile(
+    r"speculative_config=SpeculativeConfig\((?:method='?(?P<method>[\w\-]+)'?, )?"
+    r"(?:draft_)?model='?(?P<model>[^',)]*)'?, num_spec_tokens=(?P<k>\d+)\)")
+STARTUP = {
+    # name -> (regex, converter); the first group is the value.
+    "gpu_kv_cache_tokens": (re.compile(r"(?:GPU|CPU|XPU|TPU|HPU|NPU|[\w +]{1,20}) KV cache size: ([\d,]+) tokens"), "int"),
+    "max_concurrency": (re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x"), "concurrency"),
+    "available_kv_memory_gib": (re.compile(r"Available KV cache memory: ([\d.]+) ?GiB"), "float"),
+    "model_weights_gib": (re.compile(r"Model loading took ([\d.]+) ?GiB(?: memory)? and ([\d.]+) seconds"), "float"),
+    "gpu_blocks": (re.compile(r"# (?:GPU|CUDA|cuda|\w+) blocks: (\d+)"), "int"),
+    "cpu_blocks": (re.compile(r"# CPU blocks: (\d+)"), "int"),
+    "graph_capture_gib": (re.compile(r"Graph capturing finished in \d+ secs?, took ([\d.]+) GiB"), "float"),
+    "memory_profile_non_kv_gib": (re.compile(r"Total non KV cache memory: ([\d.]+) ?GiB"), "float"),
+    "memory_profile_torch_peak_gib": (re.compile(r"torch peak memory increase: ([\d.]+) ?GiB"), "float"),
+    "memory_profile_weights_gib": (re.compile(r"weights memory: ([\d.]+) ?GiB"), "float"),
+    "total_gpu_memory_gib": (re.compile(r"total_gpu_memory \(([\d.]+) ?GiB\) x gpu_memory_utilization"), "float"),
+    "gpu_memory_utilization": (re.compile(r"x gpu_memory_utilization \(([\d.]+)\)"), "float"),
+    "v0_model_weights_gib": (re.compile(r"model weights take ([\d.]+) ?GiB"), "float"),
+    "v0_kv_cache_gib": (re.compile(r"the rest of the memory reserved for KV Cache is ([\d.]+) ?GiB"), "float"),
+    "max_num_batched_tokens": (re.compile(r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)"), "int"),
+    "drafter_loading": (re.compile(r"(Loading drafter model|Starting to load draft model|"
+                                   r"Capturing model for (?:\w+ )?(?:Eagle )?speculator)"), "str"),
+}
+
+# `vllm bench serve` result block (vllm/benchmarks/serve.py): "{:<40} {:<10}" rows under a banner.
+BENCH_HEADER = re.compile(r"=+ ?Serving Benchmark Result ?=+")
+BENCH_FIELD = re.compile(r"\s*(Successful requests|Failed requests|Maximum request concurrency|Request rate configured \(RPS\)|"
+                         r"Benchmark duration \(s\)|Total input tokens|Total generated tokens|"
+                         r"Request throughput \(req/s\)|Output token throughput \(tok/s\)|"
+                         r"Total [Tt]oken throughput \(tok/s\)|Mean TTFT \(ms\)|Median TTFT \(ms\)|Mean TPOT \(ms\)|"
+                         r"Median TPOT \(ms\)|Mean ITL \(ms\)|Acceptance rate \(%\)|Acceptance length|Drafts|"
+                         r"Draft tokens|Accepted tokens)\s*:\s*([\d.]+)")
+
+# What the chunk prefilter looks for right after the `[file:line] ` header: the start of every message
+# above. Errors and warnings are found by the level/exception needles instead.
+MESSAGE_STARTS = (
+    r"SpecDecoding metrics", r"Speculative metrics", r"SpecDecodeWorker stage", r"Engine \d{1,6}: Avg",
+    r"\d{1,6} Engines Aggregated", r"Avg prompt throughput", r"Prefix cache hit rate", r"vLLM", r"non-default args",
+    r"args: ", r"Initializing", r"[\w +]{1,20} KV cache size", r"Maximum concurrency", r"Available KV cache memory",
+    r"Model loading took", r"Memory profiling", r"the current vLLM", r"model weights take", r"Graph capturing",
+    r"Loading drafter", r"Starting to load draft", r"Capturing model for", r"# \w+ blocks", r"Chunked prefill is",
+    r"Sequence group", r" *(?:▄|█|▀| ){2,80}version ",
+)
+NEEDLES = (b"WARNING", b"ERROR", b"Error", b"error:", b"CRITICAL")
+
+
+@dataclass(frozen=True)
+class Record:
+    """One log record with its envelope taken apart."""
+
+    msg: str
+    level: str | None = None
+    ts: str | None = None  # "MM-DD HH:MM:SS"
+    proc: str | None = None
+    pid: int | None = None
+    prefix: str = ""  # docker-compose service or other custom prefix
+    file: str | None = None
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text) if "\x1b" in text else text
+
+
+def split_records(line: str) -> list[str]:
+    """Split one physical line into records: at `\\r` (progress bars, vLLM's multi-line messages) and
+    where a second log header starts inside the line (two records glued together)."""
+    parts = [p for p in line.split("\r") if p.strip()] if "\r" in line else [line]
+    out: list[str] = []
+    for part in parts:
+        starts = [m.start() for m in _HEADER_START.finditer(part)]
+        # Split where a header follows another record. Text before the first header is a prefix
+        # (docker-compose service, VLLM_LOGGING_PREFIX) unless it is long enough to be a record itself.
+        cuts = starts[1:] if starts and len(part[:starts[0]].strip()) <= 80 else starts
+        cuts = [c for c in cuts if c > 0 and part[:c].strip()]
+        if not cuts:
+            out.append(part)
+            continue
+        prev = 0
+        for c in cuts:
+            if part[prev:c].strip():
+                out.append(part[prev:c])
+            prev = c
+        out.append(part[prev:])
+    return out
+
+
+def parse_envelope(text: str) -> Record:
+    """Take the header off a record. Text without a vLLM header becomes Record(msg=text)."""
+    m = _HEADER.match(text)
+    if m is None:
+        tag = _TAG.search(text)
+        dm = _DOCKER.match(text)
+        return Record(msg=text.strip(), proc=tag.group("proc") if tag else None,
+                      pid=int(tag.group("pid")) if tag else None, prefix=dm.group(1) if dm else "")
+    return _header_record(m)
+
+
+def _header_record(m: re.Match[str]) -> Record:
+    custom = m.group("custom") or ""
+    dm = _DOCKER.match(custom)
+    prefix = dm.group(1) if dm else custom.strip().rstrip("|").strip()
+    return Record(msg=m.group("msg"), level=m.group("level"), ts=m.group("ts"), proc=m.group("proc"),
+                  pid=int(m.group("pid")) if m.group("pid") else None, prefix=prefix[:80],
+                  file=m.group("file"))
+
+
+# -- fast paths: same results as the reference functions above (tests/test_logs_fastpath.py) -------------------
+def is_single_record(line: str) -> bool:
+    """True when ``split_records(line) == [line]``, decided without the header scan in most cases; False means
+    "maybe not" (call split_records)."""
+    if "\r" in line:
+        return False
+    m = _LEVEL_TS.search(line)
+    if m is None:
+        return True  # no header start at all
+    i = m.start()
+    # One header start, not after a record-sized text: split_records keeps the line whole.
+    return _LEVEL_TS.search(line, i + 1) is None and len(line[:i].strip()) <= 80
+
+
+def parse_envelope_fast(text: str) -> Record:
+    m = _HEADER_FAST.match(text)
+    return parse_envelope(text) if m is None else _header_record(m)
+
+
+def fnum(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        v = float(text)
+    except ValueError:
+        return None
+    return None if v != v else v  # nan -> None
+
+
+_RATE = re.compile(r"\d+\.\d{3}")
+
+
+def parse_rates(text: str | None) -> tuple[float, ...]:
+    """'0.700, 0.500, 0.3' -> (0.7, 0.5); a value cut mid-token (no 3 decimals) is dropped."""
+    if not text:
+        return ()
+    out = []
+    for tok in text.split(","):
+        tok = tok.strip()
+        if not _RATE.fullmatch(tok):
+            break
+        out.append(float(tok))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class SpecLine:
+    """One spec-decode metrics line. Rates are fractions 0..1; `mean_len` includes the bonus token."""
+
+    fmt: str  # "v0" | "v1a" | "v1b" | "v1c"
+    accepted: int
+    drafted: int
+    rate: float | None = None
+    mean_len: float | None = None
+    per_position: tuple[float, ...] = ()
+    k: int | None = None
+    emitted: int | None = None  # V0
+    efficiency: float | None = None  # V0
+    accepted_tps: float | None = None
+    drafted_tps: float | None = None
+    cut: bool = False  # the line was cut before its end
+
+
+def parse_spec(msg: str) -> SpecLine | None:
+    if "metrics: " not in msg:
+        return None
+    m = SPEC_V1C.search(msg)
+    if m:
+        mal, acc_tps, dr_tps, acc, dr, pos, rate = m.groups()
+        per = parse_rates(pos)
+        cut = pos is None or rate is None
+        return SpecLine("v1c", int(acc), int(dr), _pct(rate), fnum(mal), per, len(per) or None,
+                        accepted_tps=fnum(acc_tps), drafted_tps=fnum(dr_tps), cut=cut)
+    m = SPEC_V1B.search(msg)
+    if m:
+        rate, mal, acc, dr, pos = m.groups()
+        per = parse_rates(pos)
+        mean = fnum(mal)
+        if mean is not None and per:
+            # 0.8.5 printed accepted/drafts (no bonus token); 0.9.0+ prints 1 + that (vllm-signals §3.3).
+            s = sum(per)
+            if abs(mean - s) < abs(mean - 1 - s):
+                mean += 1
+        return SpecLine("v1b", int(acc), int(dr), _pct(rate), mean, per, len(per) or None,
+                        cut=pos is None or (pos.strip() != "" and len(per) < len(pos.split(","))))
+    m = SPEC_V1A.search(msg)
+    if m:
+        rate, acc, dr = m.groups()
+        return SpecLine("v1a", int(acc), int(dr), _pct(rate))
+    m = SPEC_V0.search(msg)
+    if m:
+        rate, eff, k, acc, dr, emit = m.groups()
+        kk = int(k)
+        e = fnum(eff)
+        return SpecLine("v0", int(acc), int(dr), fnum(rate), None if e is None else e * (kk + 1), (), kk,
+                        emitted=int(emit), efficiency=e)
+    return None
+
+
+def _pct(text: str | None) -> float | None:
+    v = fnum(text)
+    return None if v is None else v / 100.0
+
+
+@dataclass(frozen=True)
+class StatsLine:
+    engine: int | None
+    aggregated: bool
+    prompt_tps: float | None
+    gen_tps: float | None
+    running: int | None
+    waiting: int | None
+    swapped: int | None
+    preemptions: int | None
+    kv_usage: float | None  # percent
+    cpu_kv_usage: float | None
+    prefix_hit: float | None  # percent
+    v0: bool  # the V0 format (Pending/Swapped/CPU KV)
+
+
+def parse_stats(msg: str) -> StatsLine | None:
+    a = STATS_ANCHOR.search(msg)
+    if a is None:
+        return None
+    tail = msg[a.start():]
+    vals: dict = {}
+    for name, rx in _STATS_FIELDS.items():
+        m = rx.search(tail)
+        vals[name] = m.group(1) if m else None
+    ints = {k: (int(vals[k]) if vals[k] is not None else None)
+            for k in ("running", "waiting", "swapped", "preemptions")}
+    return StatsLine(engine=int(a.group(1)) if a.group(1) else None, aggregated=a.group(2) is not None,
+                     prompt_tps=fnum(vals["prompt_tps"]), gen_tps=fnum(vals["gen_tps"]),
+                     kv_usage=fnum(vals["kv_usage"]), cpu_kv_usage=fnum(vals["cpu_kv_usage"]),
+                     prefix_hit=fnum(vals["prefix_hit"]), v0="Pending:" in tail or "Swapped:" in tail,
+                     **ints)
+
+
+# The common V1 stats line (loggers.py@v0.8.3..v0.11.0) in one match. Where it matches to the end, every field
+# regex of parse_stats finds its (single) field in it, so the values are the same.
+_STATS_V1 = re.compile(r"(?:(?:Engine (\d{1,6})|(\d{1,6}) Engines Aggregated): )?Avg prompt throughput: " + _NUM +
+                       r" tokens/s, Avg generation throughput: " + _NUM + r" tokens/s, Running: (\d+) reqs, "
+                       r"Waiting: (\d+) reqs, (?:Preemptions: (\d+), )?GPU KV cache usage: " + _NUM +
+                       r"%, Prefix cache hit rate: " + _NUM + r"%(?:, MM cache hit rate: " + _NUM + r"%)?\Z")
+
+
+def parse_stats_fast(msg: str) -> StatsLine | None:
+    return parse_stats_v1(msg) or (parse_stats(msg) if "Avg prompt throughput: " in msg else None)
+
+
+def parse_stats_v1(msg: str) -> StatsLine | None:
+    """The common V1 stats line only (else None)."""
+    m = _STATS_V1.match(msg)
+    if m is None:
+        return None
+    eng, agg, p, g, r, w, pre, kv, ph, _mm = m.groups()
+    return StatsLine(engine=int(eng) if eng else None, aggregated=agg is not None, prompt_tps=fnum(p),
+                     gen_tps=fnum(g), running=int(r), waiting=int(w), swapped=None,
+                     preemptions=int(pre) if pre is not None else None,
+                     kv_usage=fnum(kv), cpu_kv_usage=None, prefix_hit=fnum(ph), v0=False)
+
+
+def required_literals(rx: re.Pattern[str]) -> tuple[str, ...] | None:
+    """Strings of which every match of ``rx`` contains at least one (None: no such set found). Used to skip
+    a regex search with a cheap ``in`` test; exact, because it only reads the parsed pattern."""
+    if rx.flags & re.IGNORECASE or not isinstance(rx.pattern, str):
+        return None
+    from re import _constants as C  # type: ignore[attr-defined]
+    from re import _parser  # type: ignore[attr-defined]
+
+    def seq(items: list) -> tuple[str, ...] | None:
+        best: tuple[str, ...] | None = None
+        run: list[str] = []
+
+        def keep(cand: tuple[str, ...] | None) -> None:
+            nonlocal best
+            if cand and (best is None or min(map(len, cand)) > min(map(len, best))):
+                best = cand
+
+        for op, av in list(items) + [(None, None)]:
+            if op is C.LITERAL:
+                run.append(chr(av))
+                continue
+            if run:
+                keep(("".join(run),))
+                run = []
+            if op is C.SUBPATTERN and not av[1] & re.IGNORECASE:
+                keep(seq(list(av[3])))
+            elif op is C.BRANCH:
+                alts = [seq(list(a)) for a in av[1]]
+                if all(alts):
+                    keep(tuple(x for a in alts for x in a))  # type: ignore[union-attr]
+            elif op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[0] >= 1:
+                keep(seq(list(av[2])))
+        return best
+
+    lits = seq(list(_parser.parse(rx.pattern, rx.flags & ~re.UNICODE)))
+    return lits if lits and min(map(len, lits)) >= 3 else None
+
+
+_GATES: dict = {}
+
+
+def search(rx: re.Pattern[str], msg: str) -> re.Match[str] | None:
+    """``rx.search(msg)``, skipped when ``msg`` lacks every literal the pattern needs."""
+    try:
+        lits = _GATES[rx]
+    except KeyError:
+        lits = _GATES[rx] = required_literals(rx)
+    if lits is not None:
+        for lit in lits:
+            if lit in msg:
+                break
+        else:
+            return None
+    return rx.search(msg)
+
+
+_STARTUP_GATES: list = []
+
+
+def _startup_gates() -> list:
+    if not _STARTUP_GATES:
+        _STARTUP_GATES.extend((name, v, required_literals(v[0])) for name, v in STARTUP.items())
+    return _STARTUP_GATES
+
+
+def parse_startup(msg: str, fast: bool = False) -> dict:
+    """Start-up facts in this message: name -> value (int/float/str/tuple)."""
+    out: dict = {}
+    for name, (rx, conv), lits in _startup_gates() if fast else ((n, v, None) for n, v in STARTUP.items()):
+        if lits is not None:
+            for lit in lits:
+                if lit in msg:
+                    break
+            else:
+                continue
+        m = rx.search(msg)
+        if not m:
+            continue
+        g = m.group(1)
+        if conv == "int":
+            out[name] = int(g.replace(",", ""))
+        elif conv == "float":
+            out[name] = float(g)
+            if name == "model_weights_gib":
+                out["model_load_seconds"] = float(m.group(2))
+        elif conv == "concurrency":
+            out["max_concurrency"] = float(m.group(2))
+            out["max_model_len"] = int(g.replace(",", ""))
+        else:
+            out[name] = g
+    return out
+
+
+def parse_version(msg: str, fast: bool = False) -> str | None:
+    for rx in VERSION_PATTERNS:
+        m = search(rx, msg) if fast else rx.search(msg)
+        if m:
+            return m.group(1).rstrip(".,")
+    return None

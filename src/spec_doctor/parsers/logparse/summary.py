@@ -1,0 +1,598 @@
+"""The parsed log: one `LogFile` per input, built in one streaming pass with bounded memory.
+
+Periodic windows are kept per *stream* (one server process and engine: `(prefix, pid, engine)`), so two
+servers in one file, or several files, never mix. Totals are exact; the list of windows kept for trends
+is decimated (every 2nd, then every 4th, ...) once it reaches ``MAX_WINDOWS``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from spec_doctor.engine.facts import Sourced
+from spec_doctor.knowledge.data import threshold
+from spec_doctor.parsers.logparse import lines as L
+from spec_doctor.parsers.logparse.reader import ReadStats, open_log, scan
+from spec_doctor.parsers.logparse.signatures import Signature, load_signatures
+
+MAX_WINDOWS = 2048
+MAX_HITS_KEPT = 3
+MAX_CONFIG_LINES = 20
+_CUM_DAYS = (0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334)
+
+
+@lru_cache(maxsize=4096)  # stats and spec lines of one interval share their second; many records do
+def ts_seconds(ts: str) -> float | None:
+    """'MM-DD HH:MM:SS' (vLLM's _DATE_FORMAT has no year) -> seconds since Jan 1."""
+    try:
+        mo, d = int(ts[0:2]), int(ts[3:5])
+        h, mi, s = int(ts[6:8]), int(ts[9:11]), int(ts[12:14])
+    except (ValueError, IndexError):
+        return None
+    if not (1 <= mo <= 12 and 1 <= d <= 31):
+        return None
+    return float((((_CUM_DAYS[mo - 1] + d - 1) * 24 + h) * 60 + mi) * 60 + s)
+
+
+@dataclass
+class Window:
+    """One stats interval of one stream: the periodic stats line and/or the spec metrics line after it."""
+
+    line: int
+    ts: float | None = None
+    ts_text: str | None = None
+    stats: L.StatsLine | None = None
+    spec: L.SpecLine | None = None
+    spec_line: int | None = None
+    # V0 counters are cumulative: interval values from the previous spec line of the stream.
+    d_accepted: int | None = None
+    d_drafted: int | None = None
+    d_emitted: int | None = None
+
+    @property
+    def interval_rate(self) -> float | None:
+        if self.spec is None:
+            return None
+        if self.spec.fmt == "v0":
+            return (self.d_accepted / self.d_drafted) if self.d_drafted else None
+        return self.spec.rate if self.spec.rate is not None else (
+            self.spec.accepted / self.spec.drafted if self.spec.drafted else None)
+
+
+@dataclass
+class Stream:
+    """One server process + engine in one file."""
+
+    file: str
+    prefix: str
+    pid: int | None
+    engine: int | None
+    proc: str | None = None
+    windows: list[Window] = field(default_factory=list)
+    stride: int = 1
+    n_windows: int = 0
+    n_stats: int = 0
+    n_spec: int = 0
+    first_line: int | None = None
+    last_line: int | None = None
+    first_spec_line: int | None = None
+    last_spec_line: int | None = None
+    first_ts: float | None = None
+    last_ts: float | None = None
+    _ts_offset: float = 0.0
+    _prev_ts: float | None = None
+    spec_formats: set = field(default_factory=set)
+    k: int | None = None
+    accepted: int = 0
+    drafted: int = 0
+    drafts: float = 0.0  # V1: number of drafts (estimated from the per-position identity)
+    pos_accepted: list = field(default_factory=list)  # V1: accepted tokens per position
+    pos_drafts: float = 0.0  # drafts behind pos_accepted
+    emitted: int = 0  # V0
+    v0_last: tuple[int, int, int] | None = None
+    v0_eff: float | None = None
+    # stats aggregates
+    sum_prompt_tps: float = 0.0
+    sum_gen_tps: float = 0.0
+    max_running: int = 0
+    max_waiting: int = 0
+    max_kv: float | None = None
+    kv_high_waiting: int = 0  # windows with KV usage >= 90 % and requests waiting
+    kv_high_waiting_lines: list = field(default_factory=list)
+    preemptions: int = 0  # V1 "Preemptions: N" (per interval), summed
+    preemption_lines: list = field(default_factory=list)
+    prefix_seen: int = 0
+    prefix_zero_traffic: int = 0  # windows with traffic and a 0.0 % prefix hit rate
+    max_prefix: float | None = None
+    traffic_windows: int = 0  # stats windows with generation throughput > 0
+    traffic_after_spec: int = 0  # ... after the last spec line
+    traffic_after_spec_first: int | None = None
+    # the last window, where the spec line of this interval lands
+    _current: Window | None = None
+
+    @property
+    def label(self) -> str:
+        parts = []
+        if self.prefix:
+            parts.append(self.prefix)
+        if self.pid is not None:
+            parts.append(f"{self.proc or 'pid'} pid={self.pid}")
+        if self.engine is not None:
+            parts.append(f"engine {self.engine}")
+        return f"{self.file} ({', '.join(parts)})" if parts else self.file
+
+    def lines_range(self) -> str:
+        if self.first_line is None:
+            return self.file
+        if self.first_line == self.last_line:
+            return f"{self.file}:{self.first_line}"
+        return f"{self.file}:{self.first_line}-{self.last_line}"
+
+    # -- derived values ------------------------------------------------------------------------
+    @property
+    def mean_acceptance_length(self) -> float | None:
+        """Tokens per step including the bonus token, over the whole run."""
+        if self.spec_formats == {"v0"}:
+            if self.v0_eff is not None and self.k:
+                return self.v0_eff * (self.k + 1)
+            return None
+        if self.drafts > 0:
+            return 1.0 + self.accepted / self.drafts
+        return None
+
+    @property
+    def acceptance_rate(self) -> float | None:
+        return self.accepted / self.drafted if self.drafted else None
+
+    @property
+    def per_position(self) -> tuple[float, ...]:
+        if self.pos_drafts <= 0:
+            return ()
+        return tuple(a / self.pos_drafts for a in self.pos_accepted)
+
+    # -- accumulation --------------------------------------------------------------------------
+    def _touch(self, lineno: int, ts_text: str | None) -> float | None:
+        if self.first_line is None:
+            self.first_line = lineno
+        self.last_line = lineno
+        if not ts_text:
+            return None
+        t = ts_seconds(ts_text)
+        if t is None:
+            return None
+        if self._prev_ts is not None and t + self._ts_offset < self._prev_ts - 180 * 86400:
+            self._ts_offset += 365 * 86400  # the year wrapped (the format has no year)
+        t += self._ts_offset
+        self._prev_ts = t
+        if self.first_ts is None:
+            self.first_ts = t
+        self.last_ts = t
+        return t
+
+    def _append(self, w: Window) -> None:
+        self.n_windows += 1
+        if (self.n_windows - 1) % self.stride == 0:
+            self.windows.append(w)
+            if len(self.windows) >= MAX_WINDOWS:
+                self.windows = self.windows[::2]
+                self.stride *= 2
+        self._current = w
+
+    def add_stats(self, lineno: int, ts_text: str | None, st: L.StatsLine) -> None:
+        t = self._touch(lineno, ts_text)
+        w = Window(line=lineno, ts=t, ts_text=ts_text, stats=st)
+        self._append(w)
+        self.n_stats += 1
+        self.sum_prompt_tps += st.prompt_tps or 0.0
+        self.sum_gen_tps += st.gen_tps or 0.0
+        self.max_running = max(self.max_running, st.running or 0)
+        self.max_waiting = max(self.max_waiting, st.waiting or 0)
+        if st.kv_usage is not None:
+            self.max_kv = st.kv_usage if self.max_kv is None else max(self.max_kv, st.kv_usage)
+            if st.kv_usage >= 100 * threshold("kv_saturated") and (st.waiting or 0) > 0:
+                self.kv_high_waiting += 1
+                if len(self.kv_high_waiting_lines) < MAX_HITS_KEPT:
+                    self.kv_high_waiting_lines.append(lineno)
+        if st.preemptions:
+            self.preemptions += st.preemptions
+            if len(self.preemption_lines) < MAX_HITS_KEPT:
+                self.preemption_lines.append(lineno)
+        traffic = (st.gen_tps or 0) > 0 or (st.prompt_tps or 0) > 0
+        if st.prefix_hit is not None:
+            self.prefix_seen += 1
+            self.max_prefix = st.prefix_hit if self.max_prefix is None else max(self.max_prefix, st.prefix_hit)
+            if traffic and st.prefix_hit == 0.0:
+                self.prefix_zero_traffic += 1
+        if (st.gen_tps or 0) > 0:
+            self.traffic_windows += 1
+            if self.last_spec_line is not None:
+                self.traffic_after_spec += 1
+                if self.traffic_after_spec_first is None:
+                    self.traffic_after_spec_first = lineno
+
+    def add_spec(self, lineno: int, ts_text: str | None, sp: L.SpecLine) -> None:
+        t = self._touch(lineno, ts_text)
+        w = self._current
+        if w is None or w.spec is not None or (w.ts is not None and t is not None and abs(t - w.ts) > 2) \
+                or lineno - w.line > 50:
+            w = Window(line=lineno, ts=t, ts_text=ts_text)
+            self._append(w)
+        w.spec, w.spec_line = sp, lineno
+        self.n_spec += 1
+        if self.first_spec_line is None:
+            self.first_spec_line = lineno
+        self.last_spec_line = lineno
+        self.traffic_after_spec, self.traffic_after_spec_first = 0, None
+        if (w.stats is not None and (w.stats.gen_tps or 0) > 0):
+            pass
+        self.spec_formats.add(sp.fmt)
+        if sp.k:
+            self.k = max(self.k or 0, sp.k)
+        if sp.fmt == "v0":
+            prev = self.v0_last
+            cur = (sp.accepted, sp.drafted, sp.emitted or 0)
+            if prev is None or cur[1] < prev[1]:  # first line, or the counters restarted
+                d = cur
+            else:
+                d = (cur[0] - prev[0], cur[1] - prev[1], cur[2] - prev[2])
+            w.d_accepted, w.d_drafted, w.d_emitted = d
+            self.accepted += d[0]
+            self.drafted += d[1]
+            self.emitted += d[2]
+            self.v0_last = cur
+            if sp.efficiency is not None:
+                self.v0_eff = sp.efficiency
+            return
+        self.accepted += sp.accepted
+        self.drafted += sp.drafted
+        drafts = None
+        s = sum(sp.per_position)
+        if sp.per_position and s > 0 and not sp.cut:
+            drafts = sp.accepted / s
+        elif sp.mean_len is not None and sp.mean_len > 1.0:
+            drafts = sp.accepted / (sp.mean_len - 1.0)
+        elif sp.accepted == 0 and sp.drafted and sp.k:
+            drafts = sp.drafted / sp.k
+        if drafts:
+            self.drafts += drafts
+            if sp.per_position and not sp.cut:
+                if len(self.pos_accepted) < len(sp.per_position):
+                    self.pos_accepted.extend([0.0] * (len(sp.per_position) - len(self.pos_accepted)))
+                for i, p in enumerate(sp.per_position):
+                    self.pos_accepted[i] += p * drafts
+                self.pos_drafts += drafts
+
+
+@dataclass
+class SignatureHit:
+    signature: Signature
+    count: int = 0
+    lines: list = field(default_factory=list)  # first few line numbers
+    last_line: int | None = None
+    excerpt: str = ""
+    pid: int | None = None
+
+
+@dataclass
+class LogFile:
+    """Everything learned from one log file."""
+
+    path: str
+    display: str
+    size_bytes: int = 0
+    lines: int = 0
+    gz: bool = False
+    truncated_lines: int = 0
+    binary: bool = False
+    records: int = 0  # vLLM records recognized (any header)
+    vllm_version: Sourced | None = None
+    versions_seen: list = field(default_factory=list)  # [(version, source)] (restarts, several servers)
+    engine: Sourced | None = None  # "v0" | "v1"
+    config_lines: list = field(default_factory=list)
+    startup: dict = field(default_factory=dict)  # name -> Sourced
+    spec_config: dict | None = None  # from the engine-config dump: method, model, k, source
+    spec_off: str | None = None  # source of `speculative_config=None`
+    streams: dict = field(default_factory=dict)
+    signatures: dict = field(default_factory=dict)  # id -> SignatureHit
+    v0_preemption_max: int = 0
+    v0_preemption_lines: list = field(default_factory=list)
+    v0_preemption_warnings: int = 0
+    spec_timing: Sourced | None = None  # V0 SpecDecodeWorker stage times (last)
+    # `vllm bench serve` result blocks pasted into the log: [{"source", "line", field: number}]
+    bench: list = field(default_factory=list)
+    error: str | None = None  # set when the file could not be used (unreadable, empty, binary)
+    _last_engine: dict = field(default_factory=dict)  # (prefix, pid) -> engine index
+    _prev_text: str = ""
+
+    def src(self, lineno: int) -> str:
+        return f"{self.display}:{lineno}"
+
+    @property
+    def spec_streams(self) -> list[Stream]:
+        return [s for s in self.streams.values() if s.n_spec]
+
+    @property
+    def stats_streams(self) -> list[Stream]:
+        return [s for s in self.streams.values() if s.n_stats]
+
+    def _stream(self, rec: L.Record, engine: int | None) -> Stream:
+        key = (rec.prefix, rec.pid, engine)
+        st = self.streams.get(key)
+        if st is None:
+            st = self.streams[key] = Stream(self.display, rec.prefix, rec.pid, engine, proc=rec.proc)
+        return st
+
+    # -- the per-line handler ------------------------------------------------------------------
+    def feed(self, lineno: int, raw: bytes) -> None:
+        """The fast path: same result as feed_reference (tests/test_logs_fastpath.py), less work per line."""
+        text = raw.decode("utf-8", errors="replace")
+        if text.endswith("\r"):
+            text = text[:-1]
+        if "\x1b" in text:
+            text = L.strip_ansi(text)
+        if L.is_single_record(text):
+            self._record(lineno, text, True)
+        else:
+            for part in L.split_records(text):
+                self._record(lineno, part, True)
+
+    def feed_reference(self, lineno: int, raw: bytes) -> None:
+        """The simple per-line path: every regex on every record (the reference the fast path is tested against)."""
+        text = raw.decode("utf-8", errors="replace")
+        if text.endswith("\r"):
+            text = text[:-1]
+        text = L.strip_ansi(text)
+        for part in L.split_records(text):
+            self._record(lineno, part, False)
+
+    def _record(self, lineno: int, text: str, fast: bool = False) -> None:
+        if fast:
+            m = L._HEADER_FAST.match(text)
+            if m is not None and self._hot(lineno, m):
+                return
+            rec = L.parse_envelope(text) if m is None else L._header_record(m)
+        else:
+            rec = L.parse_envelope(text)
+        msg = rec.msg
+        if rec.level:
+            self.records += 1
+        origin = (rec.prefix, rec.pid)
+        sp = L.parse_spec(msg)
+        if sp is not None:
+            engine = self._last_engine.get(origin)
+            self._stream(rec, engine).add_spec(lineno, rec.ts, sp)
+            return
+        stl = L.parse_stats_fast(msg) if fast else L.parse_stats(msg)
+        if stl is not None:
+            self._last_engine[origin] = stl.engine
+            self._stream(rec, stl.engine).add_stats(lineno, rec.ts, stl)
+            return
+        search = L.search if fast else _search
+        m = search(L.PREFIX_V0, msg)
+        if m:
+            engine = self._last_engine.get(origin)
+            st = self._stream(rec, engine)
+            st._touch(lineno, rec.ts)
+            v = L.fnum(m.group(1))
+            if v is not None:
+                st.prefix_seen += 1
+                st.max_prefix = v if st.max_prefix is None else max(st.max_prefix, v)
+            return
+        m = search(L.PREEMPT_V0, msg)
+        if m:
+            self.v0_preemption_warnings += 1
+            if m.group(2):
+                self.v0_preemption_max = max(self.v0_preemption_max, int(m.group(2)))
+            else:
+                self.v0_preemption_max = max(self.v0_preemption_max, self.v0_preemption_warnings)
+            if len(self.v0_preemption_lines) < MAX_HITS_KEPT:
+                self.v0_preemption_lines.append(lineno)
+            return
+        if rec.level is None and self._bench(lineno, msg, search):
+            return
+        m = search(L.SPEC_V0_TIMES, msg)
+        if m:
+            self.spec_timing = Sourced({"proposal_ms_per_token": float(m.group(1)), "scoring_ms": float(m.group(2)),
+                                        "verification_ms": float(m.group(3))}, self.src(lineno))
+            return
+        self._startup(lineno, rec, msg, fast)
+        self._signatures(lineno, rec, msg, fast)
+        self._prev_text = msg[-300:]
+
+    def _hot(self, lineno: int, m: re.Match[str]) -> bool:
+        """A periodic stats or spec-metrics line in its common format: the effects of `_record` without the
+        generic chain (False: not such a line, nothing done)."""
+        msg = m.group("msg")
+        stl = sp = None
+        if msg.startswith(("SpecDecoding metrics: ", "Speculative metrics: ")):
+            sp = L.parse_spec(msg)
+            if sp is None:
+                return False
+        else:
+            stl = L.parse_stats_v1(msg)  # a whole-line match: it cannot be a spec line
+            if stl is None:
+                return False
+        self.records += 1
+        prefix = (m.group("dock") or "")[:80]
+        pid = m.group("pid")
+        origin = (prefix, int(pid) if pid else None)
+        if stl is None:
+            engine = self._last_engine.get(origin)
+        else:
+            engine = self._last_engine[origin] = stl.engine
+        key = (*origin, engine)
+        st = self.streams.get(key)
+        if st is None:
+            st = self.streams[key] = Stream(self.display, prefix, origin[1], engine, proc=m.group("proc"))
+        if stl is None:
+            st.add_spec(lineno, m.group("ts"), sp)  # type: ignore[arg-type]
+        else:
+            st.add_stats(lineno, m.group("ts"), stl)
+        return True
+
+    def _bench(self, lineno: int, msg: str, search: Callable) -> bool:
+        if search(L.BENCH_HEADER, msg):
+            if len(self.bench) < 10:
+                self.bench.append({"source": self.src(lineno), "line": lineno})
+            return True
+        m = L.BENCH_FIELD.match(msg)
+        if m and self.bench and lineno - self.bench[-1]["line"] <= 60:
+            key = re.sub(r"[^a-z0-9]+", "_", m.group(1).lower()).strip("_")
+            self.bench[-1][key] = float(m.group(2))
+            self.bench[-1]["last_line"] = lineno
+            return True
+        return False
+
+    def _startup(self, lineno: int, rec: L.Record, msg: str, fast: bool = False) -> None:
+        search = L.search if fast else _search
+        v = L.parse_version(msg, fast)
+        if v:
+            src = self.src(lineno)
+            if not self.versions_seen or self.versions_seen[-1][0] != v:
+                if len(self.versions_seen) < 10:
+                    self.versions_seen.append((v, src))
+            if self.vllm_version is None:
+                self.vllm_version = Sourced(v, src)
+        m = search(L.ENGINE_INIT, msg)
+        if m:
+            marker, cfg = m.group(1), m.group(2)
+            eng = "v0" if marker == "V0 " else "v1" if marker == "V1 " else (
+                "v0" if "use_cached_outputs" in cfg or "speculative_config=" in cfg[:400] else "v1")
+            self.engine = Sourced(eng, self.src(lineno))
+            self._config_line("engine-config", cfg, lineno)
+            sm = L.SPEC_CONFIG_REPR.search(cfg)
+            if sm:
+                self.spec_config = {"method": sm.group("method"), "model": sm.group("model") or None,
+                                    "k": int(sm.group("k")), "source": self.src(lineno)}
+            elif "speculative_config=None" in cfg:
+                self.spec_off = self.src(lineno)
+            return
+        m = search(L.NON_DEFAULT_ARGS, msg)
+        if m:
+            self._config_line("non-default-args", m.group(1), lineno)
+            return
+        m = search(L.ARGS_NAMESPACE, msg)
+        if m:
+            self._config_line("args", m.group(1), lineno)
+            return
+        for name, value in L.parse_startup(msg, fast).items():
+            if name not in self.startup:
+                self.startup[name] = Sourced(value, self.src(lineno))
+
+    def _config_line(self, kind: str, text: str, lineno: int) -> None:
+        if len(self.config_lines) < MAX_CONFIG_LINES:
+            self.config_lines.append({"kind": kind, "text": text, "source": self.src(lineno)})
+
+    def _signatures(self, lineno: int, rec: L.Record, msg: str, fast: bool = False) -> None:
+        for sig, lits in _signature_gates() if fast else ((s, None) for s in load_signatures()):
+            if lits is not None:  # skip the regex when the message lacks every literal it needs
+                for lit in lits:
+                    if lit in msg:
+                        break
+                else:
+                    continue
+            if not sig.pattern.search(msg):
+                continue
+            hit = self.signatures.get(sig.id)
+            if hit is None:
+                excerpt = msg.strip()
+                if sig.id.startswith("vocab-size-assert") and self._prev_text:
+                    excerpt = excerpt[:300]
+                hit = self.signatures[sig.id] = SignatureHit(sig, excerpt=_excerpt(excerpt, sig.pattern),
+                                                            pid=rec.pid)
+            hit.count += 1
+            if len(hit.lines) < MAX_HITS_KEPT:
+                hit.lines.append(lineno)
+            hit.last_line = lineno
+
+    # -- summaries others use ------------------------------------------------------------------
+    def first_window_line(self) -> int | None:
+        lines = [s.first_line for s in self.streams.values() if s.first_line is not None and s.n_stats + s.n_spec]
+        return min(lines) if lines else None
+
+
+@lru_cache(maxsize=1)
+def _signature_gates() -> tuple[tuple[Signature, tuple[str, ...] | None], ...]:
+    return tuple((s, L.required_literals(s.pattern)) for s in load_signatures())
+
+
+def _search(rx: re.Pattern[str], msg: str) -> re.Match[str] | None:
+    return rx.search(msg)
+
+
+def _excerpt(text: str, rx: re.Pattern[str], width: int = 240) -> str:
+    m = rx.search(text)
+    if m is None or len(text) <= width:
+        return text[:width]
+    start = max(0, m.start() - 40)
+    return ("…" if start else "") + text[start:start + width]
+
+
+def build_prefilter() -> re.Pattern[bytes]:
+    starts = list(L.MESSAGE_STARTS)
+    for sig in load_signatures():
+        anchor = sig.extra.get("anchor")
+        if anchor:
+            starts.append(anchor)
+    alt = "|".join(starts)
+    return re.compile((r"\](?:\x1b\[[\d;]*m)? (?:" + alt + ")").encode())
+
+
+CONTEXT = {b"Serving Benchmark Result": 40}
+NEEDLES = L.NEEDLES + (b"Serving Benchmark Result", b"vocab_size", b"undefined symbol", b"out of memory", b"not supported with spec-decode",
+                          # pydantic's error-type tag on the line after a config ValidationError
+                          b"[type=")
+
+
+def parse_log(path: str, display: str | None = None, *, chunk_size: int | None = None,
+              max_line: int | None = None, reference: bool = False) -> LogFile:
+    """Parse one log file (path, '-' for stdin, .gz by magic) into a LogFile. Raises LogReadError."""
+    import os
+
+    lf = LogFile(path=path, display=display or path)
+    stream, gz = open_log(path)
+    lf.gz = gz
+    kwargs: dict[str, Any] = {}
+    if chunk_size:
+        kwargs["chunk_size"] = chunk_size
+    if max_line:
+        kwargs["max_line"] = max_line
+    stats = ReadStats(gz=gz)
+    try:
+        scan(stream, _prefilter(), NEEDLES, lf.feed_reference if reference else lf.feed, stats=stats,
+             context=CONTEXT, **kwargs)
+    finally:
+        if path != "-":
+            stream.close()
+    lf.lines = stats.lines
+    lf.truncated_lines = stats.truncated_lines
+    lf.size_bytes = os.path.getsize(path) if path != "-" and os.path.exists(path) else stats.bytes_read
+    lf.binary = stats.nul_bytes > 16 and lf.records == 0
+    return lf
+
+
+_PREFILTER: re.Pattern[bytes] | None = None
+
+
+def _prefilter() -> re.Pattern[bytes]:
+    global _PREFILTER
+    if _PREFILTER is None:
+        _PREFILTER = build_prefilter()
+    return _PREFILTER
+
+
+def parse_text(text: str, display: str = "<text>", *, reference: bool = False) -> LogFile:
+    """Parse an in-memory log (tests, fuzzing) through exactly the same path as a file."""
+    import io
+
+    lf = LogFile(path=display, display=display)
+    stats = ReadStats()
+    scan(io.BytesIO(text.encode("utf-8", errors="surrogateescape")), _prefilter(), NEEDLES,
+         lf.feed_reference if reference else lf.feed, stats=stats, context=CONTEXT)
+    lf.lines = stats.lines
+    lf.truncated_lines = stats.truncated_lines
+    return lf

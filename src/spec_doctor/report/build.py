@@ -1,0 +1,78 @@
+"""The report of one diagnosis as a dict (what every format renders and the JSON schema describes), and the
+gates (ignore file, baseline) applied to it before rendering."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import platform
+from typing import Any
+
+from spec_doctor import __version__
+from spec_doctor.engine.facts import FactStore
+from spec_doctor.engine.inputs import Inputs
+from spec_doctor.engine.ranking import verdict
+from spec_doctor.engine.session import Diagnosis
+from spec_doctor.report.gating import apply_gates
+from spec_doctor.report.redact import redact
+
+SCHEMA_VERSION = "1.0"
+
+
+def gate(diag: Diagnosis, ignores: Any = (), baseline: Any = None) -> None:
+    """Apply the ignore file and baseline; verdict and exit code then use what is left."""
+    result = apply_gates(diag.findings, ignores=list(ignores), baseline=baseline)
+    diag.findings = result.kept
+    diag.suppressed = result.suppressed
+    diag.notes = result.notes
+    diag.verdict = verdict(diag.findings, diag.results)
+
+
+def report_dict(diag: Diagnosis, *, redact_secrets: bool = True) -> dict[str, Any]:
+    counts = {"error": 0, "warning": 0, "info": 0}
+    for f in diag.findings:
+        counts[f.severity.value] += 1
+    status_counts: dict[str, int] = {}
+    for r in diag.results:
+        status_counts[r.status.value] = status_counts.get(r.status.value, 0) + 1
+    report: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "spec-doctor", "version": __version__},
+        "generated_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "duration_s": round(diag.duration_s, 3),
+        "verdict": diag.verdict,
+        "summary": {"findings": counts, "checks": status_counts},
+        "environment": _environment_summary(diag.store),
+        "inputs": _inputs_summary(diag.inputs),
+        "findings": [f.to_dict() for f in diag.findings],
+        "checks": [r.to_dict() for r in sorted(diag.results, key=lambda r: r.check_id)],
+        "facts": diag.store.collected(),
+        "errors": diag.load_errors + diag.input_errors,
+    }
+    if diag.suppressed:
+        report["suppressed"] = diag.suppressed
+    if diag.notes:
+        report["notes"] = diag.notes
+    extras = diag.store.maybe("report.sections")
+    if isinstance(extras, dict) and extras:
+        report["sections"] = extras
+    return redact(report) if redact_secrets else report
+
+
+def _environment_summary(store: FactStore) -> dict[str, Any]:
+    summary = store.maybe("env.summary")
+    if isinstance(summary, dict):
+        return summary
+    return {"os": platform.system(), "python": platform.python_version()}
+
+
+def _inputs_summary(inputs: Inputs) -> dict[str, Any]:
+    return {
+        "logs": list(inputs.logs),
+        "cmd": inputs.cmd,
+        "config": inputs.config,
+        "target": inputs.target,
+        "draft": inputs.draft,
+        "vllm_version": inputs.vllm_version,
+        "metrics_urls": list(inputs.metrics_urls),
+        "probe": inputs.probe,
+    }
