@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
 from spec_doctor.engine.registry import check
@@ -31,6 +32,13 @@ _DOCS_INSTALL = "https://docs.vllm.ai/en/latest/getting_started/installation/gpu
 
 
 # -- helpers ----------------------------------------------------------------------------------------
+def _table_version(text: Any) -> Version:
+    """A version from the bundled compat table, where every version parses."""
+    v = compat.version(text)
+    assert v is not None, f"unparsable version {text!r} in {_COMPAT}"
+    return v
+
+
 def _scoped(findings: list[Finding], facts: Mapping[str, Any]) -> list[Finding]:
     """Downgrade problems to information when the deployment under diagnosis runs elsewhere."""
     scope = facts.get("env.scope") or {}
@@ -498,7 +506,7 @@ def _judge_gpu(facts: Mapping[str, Any]) -> list[Finding]:
             continue
         gpu_ev = Evidence(f"NVML nvmlDeviceGetCudaComputeCapability (GPU {g.get('index')})",
                           f"{g.get('name')}: compute capability {g.get('compute_capability')}")
-        if floors and cc < compat.version(floors[0]["min_cc"]):
+        if floors and cc < _table_version(floors[0]["min_cc"]):
             row = floors[0]
             subject = {"vllm": f"vLLM {install.get('version')}", "cuda": f"CUDA {build_cuda} builds",
                        "torch_cuda": f"torch built with CUDA {torch.get('cuda')}"}[row["applies"]]
@@ -522,12 +530,13 @@ def _judge_gpu(facts: Mapping[str, Any]) -> list[Finding]:
         known_build = build_cuda if install and (install.get("cuda") or (major and major != 12)) else None
         have = [(c, who) for c, who in ((known_build, f"vLLM {install.get('version')}"),
                                         (torch.get("cuda"), f"torch {torch.get('version')}")) if c]
-        old = [(c, who) for c, who in have if compat.version(c) < compat.version(need["min_cuda"])]
+        old = [(c, who) for c, who in have
+               if (cv := compat.version(c)) is not None and cv < _table_version(need["min_cuda"])]
         if not old:
             continue
         c, who = old[0]
         first = next((r for r in compat.table().get("vllm", []) if r.get("default_cuda")
-                      and compat.version(r["default_cuda"]) >= compat.version(need["min_cuda"])), None)
+                      and _table_version(r["default_cuda"]) >= _table_version(need["min_cuda"])), None)
         out.append(Finding(
             id="env.gpu.needs-newer-cuda", category=VERSION, severity=Severity.ERROR, confidence=0.85,
             title=f"GPU {g.get('index')} ({g.get('name')}, {need['name']}) needs CUDA >= {need['min_cuda']}; "

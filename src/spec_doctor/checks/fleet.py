@@ -8,7 +8,7 @@ finding cites every server it compares, so the odd one out is visible next to th
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
@@ -50,7 +50,7 @@ def _src(u: Mapping[str, Any], *keys: str) -> str:
     return str(u.get("log") or u.get("metrics_url") or u["name"])
 
 
-def _evidence(units: list[Mapping[str, Any]], keys: tuple[str, ...],
+def _evidence(units: Sequence[Mapping[str, Any]], keys: tuple[str, ...],
               describe: Callable[[Mapping[str, Any]], str]) -> tuple[Evidence, ...]:
     return tuple(Evidence(_src(u, *keys), f"{u['name']}: {describe(u)}") for u in units)
 
@@ -123,7 +123,7 @@ def kv(facts: Mapping[str, Any]) -> list[Finding]:
     return out
 
 
-def _split(units: list[Mapping[str, Any]], key: Callable[[Mapping[str, Any]], Any]):
+def _split(units: Sequence[Mapping[str, Any]], key: Callable[[Mapping[str, Any]], Any]):
     """(majority value, its units, the other units) over units whose key is known; None when all agree."""
     groups: dict[Any, list[Mapping[str, Any]]] = {}
     for u in units:

@@ -255,7 +255,7 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
     if low:
         # At a hot temperature sampling is not ruled out (sampling.temperature reports that): the draft
         # itself can only be judged at T=0.
-        out.append(Finding("logs.acceptance.low", Category.LOW_ACCEPTANCE, "info" if hot else "warning",
+        out.append(Finding("logs.acceptance.low", Category.LOW_ACCEPTANCE, Severity.INFO if hot else Severity.WARNING,
                            0.35 if hot else 0.7,
                            f"The draft is rarely accepted: {desc}"
                            + (f" (at temperature {hot[0]:g}: sampling not ruled out)" if hot else ""),

@@ -129,6 +129,7 @@ def memory_budget(facts: Mapping[str, Any]) -> list[Finding]:
         d_ev = tuple(_weights_evidence(b)) + (
             Evidence(b.draft_weights_source, "vLLM's start-up profiler does not count the draft's weights"),)
         if b.outside_bytes is not None:
+            assert b.gpu_total_bytes is not None  # outside_bytes is derived from it
             if need > b.outside_bytes:
                 out.append(Finding(
                     "memory.budget.draft-outside", Category.OOM, Severity.ERROR, 0.8,

@@ -305,7 +305,7 @@ def spec_active(facts: Mapping[str, Any]) -> list[Finding]:
                      (f"curl -s {w.endpoint} | grep -E 'spec_decode_num_drafts|num_requests_running'",
                       "remove min_p / logit_bias / min_tokens from the requests"))
             out.append(Finding(
-                "metrics.spec-active.stalled", Category.SPEC_INACTIVE, "warning" if ngram else "error",
+                "metrics.spec-active.stalled", Category.SPEC_INACTIVE, Severity.WARNING if ngram else Severity.ERROR,
                 0.7 if ngram else 0.85, title,
                 evidence=(_counter_evidence(w, d, ("generation_tokens", "num_drafts", "num_draft_tokens")),),
                 fix=Fix("Lower prompt_lookup_min or use a draft model for this traffic" if ngram else
@@ -370,7 +370,7 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
             sure = al < 1 + k * c_low
             # At a hot temperature sampling is not ruled out (sampling.temperature reports that).
             out.append(Finding(
-                "metrics.acceptance.low", Category.LOW_ACCEPTANCE, "info" if hot else "warning",
+                "metrics.acceptance.low", Category.LOW_ACCEPTANCE, Severity.INFO if hot else Severity.WARNING,
                 0.35 if hot else (0.85 if sure else 0.6),
                 f"Speculation accepts only {al:.2f} tokens/step with K={k} "
                 f"(acceptance {_pct(rate)}): {'slower than' if sure else 'likely no faster than'} "
@@ -601,9 +601,9 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
         # Without a config the cap is inferred: both scrapes held back at the same running count.
         plateau = cap is None and len(states) == 2 and len(held) == 2 and held[0][0] == held[1][0]
         if capped or plateau:
-            limit = int(cap if capped else held[0][0])
+            limit = int(cap if cap is not None else held[0][0])  # cap is set exactly when capped
             waits = min(x for r, x in held if r >= limit)
-            src = dep.source_of("max_num_seqs") if capped else "inferred from the running gauge"
+            src = dep.source_of("max_num_seqs") if capped and dep is not None else "inferred from the running gauge"
             out.append(Finding(
                 "metrics.scheduler.max-num-seqs", Category.SCHEDULER_CONFIG, Severity.WARNING, 0.8 if capped else 0.5,
                 f"{_num(waits)} request(s) wait while the KV cache is only {_pct(kv_max)} used: "

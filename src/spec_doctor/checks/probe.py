@@ -178,7 +178,7 @@ def probe_acceptance(facts: Mapping[str, Any]) -> list[Finding]:
             "acceptance back toward the T=0 level", 0.7, data=data))
     elif low:
         findings.append(Finding(
-            "probe.acceptance.low", Category.LOW_ACCEPTANCE, "warning" if not turn_off else "error", 0.85,
+            "probe.acceptance.low", Category.LOW_ACCEPTANCE, Severity.WARNING if not turn_off else Severity.ERROR, 0.85,
             f"The draft is accepted only {a:.0%} of the time on {r.get('domain')} prompts"
             + (": speculation is a net loss here" if turn_off else ""),
             evidence, Fix("turn speculation off, or use a draft from the target's family tuned for this domain "
@@ -226,7 +226,7 @@ def probe_acceptance(facts: Mapping[str, Any]) -> list[Finding]:
                     (f"--max-num-seqs {max(1, stop - 1)}", _off_cmd(dep))),
                 "no slowdown under load", 0.5, data=data))
     if not any(f.severity.value in ("error", "warning") for f in findings) and a is not None:
-        if choice is not None and not choice.turn_off:
+        if choice is not None and choice.k is not None:  # i.e. not choice.turn_off
             title = (f"Speculation pays: {a:.0%} acceptance, best K={choice.k} "
                      f"({table[choice.k]['tokens']:.2f} tokens/step, ~{choice.speedup_at_k:.2f}x"
                      f"{'' if cost and cost['measured'] else ', c estimated'})")

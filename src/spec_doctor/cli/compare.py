@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import json
+from typing import Annotated
 
 import typer
 
-from spec_doctor.cli.app import app
+from spec_doctor.cli.options import FormatOpt
 
 
-@app.command("compare")
 def compare_cmd(
-    before: str = typer.Argument(..., help="Earlier JSON report."),
-    after: str = typer.Argument(..., help="Later JSON report."),
-    fmt: str = typer.Option("console", "--format", "-f", help="console|json."),
-    fail_if_worse: bool = typer.Option(False, "--fail-if-worse", help="Exit 1 when the verdict is 'worse'."),
+    before: Annotated[str, typer.Argument(help="Earlier JSON report.")],
+    after: Annotated[str, typer.Argument(help="Later JSON report.")],
+    fmt: FormatOpt = "console",
+    fail_if_worse: Annotated[bool, typer.Option("--fail-if-worse", help="Exit 1 when the verdict is 'worse'.")] = False,
 ) -> None:
     """Compare two reports: findings fixed, new and unchanged; metric deltas; better / worse / same."""
     from spec_doctor.engine.facts import InputError

@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import typer
 
-from spec_doctor.cli.app import app
+from spec_doctor.cli.options import CmdOpt, ConfigOpt, FormatOpt, VllmVersionOpt
 from spec_doctor.engine.facts import InputError
 from spec_doctor.report.fix_text import render_fix
 
 
-@app.command("fix")
 def fix_cmd(
-    cmd: str | None = typer.Option(None, "--cmd", help="The `vllm serve ...` command line to correct."),
-    config: str | None = typer.Option(None, "--config", help="vLLM YAML config file (merged under --cmd)."),
-    vllm_version: str | None = typer.Option(None, "--vllm-version",
-                                               help="The vLLM release to spell it for (default: the newest known)."),
-    fmt: str = typer.Option("console", "--format", "-f", help="console|json."),
+    cmd: CmdOpt = None,
+    config: ConfigOpt = None,
+    vllm_version: VllmVersionOpt = None,
+    fmt: FormatOpt = "console",
 ) -> None:
     """Print the corrected command for a vLLM release, with a diff and the reason for every change."""
     from spec_doctor.collectors.config import parse_given

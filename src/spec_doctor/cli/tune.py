@@ -13,10 +13,22 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
-from spec_doctor.cli.app import app, command_from
+from spec_doctor.cli.io import command_from
+from spec_doctor.cli.options import (
+    CmdFileOpt,
+    CmdOpt,
+    FormatOpt,
+    MaxTokensOpt,
+    NoEarlyStopOpt,
+    PromptsOpt,
+    TemperatureOpt,
+    VllmPythonOpt,
+    VllmVersionOpt,
+)
 from spec_doctor.engine.facts import InputError
 
 DEFAULT_CONCURRENCY = "1,4,16"
@@ -80,37 +92,41 @@ def _detect_version(launcher_prefix: tuple[str, ...]):
         return None
 
 
-@app.command("tune")
 def tune_cmd(
-    cmd: str | None = typer.Option(None, "--cmd", help="The `vllm serve ...` command line to tune."),
-    cmd_file: str | None = typer.Option(None, "--cmd-file", help="Read the command line from this file."),
-    prompts: str | None = typer.Option(None, "--prompts",
-                                          help="Prompt file (JSONL or text) or a bundled set: chat|code|summarization."),
-    concurrency: str = typer.Option(DEFAULT_CONCURRENCY, "--concurrency",
-                                    help="Concurrency levels, e.g. 1,4,16 (the first one decides the recommendation)."),
-    budget: float = typer.Option(30.0, "--budget", help="Time budget for the whole run, in minutes."),
-    requests: int = typer.Option(32, "--requests", help="Requests per concurrency level (at least two per concurrent slot)."),
-    max_tokens: int = typer.Option(128, "--max-tokens", help="Output tokens per request (ignore_eos)."),
-    temperature: float = typer.Option(0.0, "--temperature", help="Sampling temperature of the requests."),
-    k: str | None = typer.Option(None, "--k", help="K values to sweep, e.g. 3,5,7 (default: around the probe's "
-                                                       "recommendation, else 3,5,7)."),
-    probe_result: str | None = typer.Option(None, "--probe-result",
-                                               help="A probe result JSON (probe.result) to centre the K sweep on."),
-    speculative_config: str | None = typer.Option(None, "--speculative-config",
-                                                     help="Speculation to try when the command has none (JSON)."),
-    scheduler: str | None = typer.Option(None, "--scheduler",
-                                            help="Scheduler flags for the scheduler step, e.g. '--max-num-seqs 128' "
-                                                 "(default: what `spec-doctor fix`'s checks propose)."),
-    vllm_python: str | None = typer.Option(None, "--vllm-python", help="Python interpreter of the vLLM to run."),
-    vllm_version: str | None = typer.Option(None, "--vllm-version",
-                                               help="vLLM version (default: read from the installed package)."),
-    port: int | None = typer.Option(None, "--port", help="Port on 127.0.0.1 for the servers (default: a free one)."),
-    startup_timeout: float = typer.Option(600.0, "--startup-timeout", help="Seconds a server may take to become healthy."),
-    variant_seconds: float = typer.Option(60.0, "--variant-seconds", help="Max load seconds per concurrency level."),
-    out: str | None = typer.Option(None, "--out", help="Directory for the results (default ./spec-doctor-tune-TIME)."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and the commands; run nothing."),
-    no_early_stop: bool = typer.Option(False, "--no-early-stop", help="Run every variant to the end."),
-    fmt: str = typer.Option("console", "--format", "-f", help="console|json (json: the summary report)."),
+    cmd: CmdOpt = None,
+    cmd_file: CmdFileOpt = None,
+    prompts: PromptsOpt = None,
+    concurrency: Annotated[str, typer.Option(
+        "--concurrency", help="Concurrency levels, e.g. 1,4,16 (the first one decides the recommendation).")
+    ] = DEFAULT_CONCURRENCY,
+    budget: Annotated[float, typer.Option("--budget", help="Time budget for the whole run, in minutes.")] = 30.0,
+    requests: Annotated[int, typer.Option(
+        "--requests", help="Requests per concurrency level (at least two per concurrent slot).")] = 32,
+    max_tokens: MaxTokensOpt = 128,
+    temperature: TemperatureOpt = 0.0,
+    k: Annotated[str | None, typer.Option(
+        "--k", help="K values to sweep, e.g. 3,5,7 (default: around the probe's recommendation, else 3,5,7).")
+    ] = None,
+    probe_result: Annotated[str | None, typer.Option(
+        "--probe-result", help="A probe result JSON (probe.result) to centre the K sweep on.")] = None,
+    speculative_config: Annotated[str | None, typer.Option(
+        "--speculative-config", help="Speculation to try when the command has none (JSON).")] = None,
+    scheduler: Annotated[str | None, typer.Option(
+        "--scheduler", help="Scheduler flags for the scheduler step, e.g. '--max-num-seqs 128' "
+                            "(default: what `spec-doctor fix`'s checks propose).")] = None,
+    vllm_python: VllmPythonOpt = None,
+    vllm_version: VllmVersionOpt = None,
+    port: Annotated[int | None, typer.Option(
+        "--port", help="Port on 127.0.0.1 for the servers (default: a free one).")] = None,
+    startup_timeout: Annotated[float, typer.Option(
+        "--startup-timeout", help="Seconds a server may take to become healthy.")] = 600.0,
+    variant_seconds: Annotated[float, typer.Option(
+        "--variant-seconds", help="Max load seconds per concurrency level.")] = 60.0,
+    out: Annotated[str | None, typer.Option(
+        "--out", help="Directory for the results (default ./spec-doctor-tune-TIME).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan and the commands; run nothing.")] = False,
+    no_early_stop: NoEarlyStopOpt = False,
+    fmt: FormatOpt = "console",
 ) -> None:
     """Tune a vLLM server: baseline, scheduler, speculation, both, then a K sweep; recommend a command."""
     from spec_doctor.measure.probe import prompts as prompt_sets
@@ -122,6 +138,8 @@ def tune_cmd(
     cmd = command_from(cmd, cmd_file)
     if not cmd:
         raise InputError("tune needs --cmd \"vllm serve MODEL ...\"")
+    if temperature is None:  # --temperature's alias is optional (check, probe); tune's default is 0.0
+        temperature = 0.0
     levels = _levels(concurrency)
     for name, value in (("--requests", requests), ("--max-tokens", max_tokens)):
         if value < 1:
@@ -191,7 +209,7 @@ def run_and_report(plan, launcher, levels, prompt_set, out_dir: Path, *, budget:
                           max_tokens=max_tokens, temperature=temperature),
         budget_min=budget, load_s=variant_seconds, startup_timeout_s=startup_timeout,
         startup_guess_s=startup_guess, port=port, early_stop=early_stop)
-    results = []
+    results: list[Any] = []
     t0 = time.monotonic()
 
     def log(msg: str) -> None:
@@ -230,7 +248,9 @@ def _print_plan(plan, levels, budget, variant_seconds, startup_guess, fmt, vllm_
     from spec_doctor.measure.tune.decide import variant_need_s
     from spec_doctor.measure.tune.run import launch_command
     from spec_doctor.measure.tune.server import resolve_launcher
+    from spec_doctor.report.views.tune import plan_text
 
+    why = None
     try:
         launcher = resolve_launcher(plan.parsed, vllm_python)
     except InputError as exc:
@@ -243,25 +263,5 @@ def _print_plan(plan, levels, budget, variant_seconds, startup_guess, fmt, vllm_
         launch = launch_command(plan, v, 0) if v.same_as is None else None
         argv = launcher.argv(launch) if launcher and launch else None
         rows.append({**v.to_dict(), "launch": argv if argv else launch})
-    if fmt == "json":
-        print(json.dumps({"plan": {**plan.to_dict(), "variants": rows}, "concurrency": levels, "budget_min": budget,
-                          "estimated_min": round(est / 60.0, 1), "min_per_variant_s": round(need)}, indent=2))
-        return
-    print("# spec-doctor tune plan (dry run: nothing is started)")
-    print(f"# your command: {plan.original}")
-    print(f"# concurrency levels {levels}; K sweep {plan.k_values or '-'} ({plan.k_source})")
-    print(f"# budget {budget:g} min; full plan ~{est / 60.0:.0f} min without early stops "
-          f"({len(runnable)} server start(s))")
-    for note in plan.notes:
-        print(f"# note: {note}")
-    for i, r in enumerate(rows, 1):
-        print(f"\n{i}. {r['name']}: {r['step']}" + (f"  (same command as {r['same_as']}: not run twice)"
-                                                   if r["same_as"] else ""))
-        print(f"   {r['command']}")
-        if r["launch"] and isinstance(r["launch"], list):
-            import shlex
-
-            env = "".join(f"{k}={shlex.quote(val)} " for k, val in plan.parsed.env.items())
-            print(f"   launched as: {env}{shlex.join(r['launch'])}".replace(" --port 0", " --port <free>"))
-    if launcher is None:
-        print(f"\n# cannot launch here: {why}")
+    sys.stdout.write(plan_text(plan, rows, levels=levels, budget=budget, est_s=est, need_s=need, fmt=fmt,
+                               cannot_launch=why if launcher is None else None))

@@ -9,130 +9,49 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
-from spec_doctor.cli.app import _check_file, _write_output, app
+from spec_doctor.cli.io import check_file, write_output
+from spec_doctor.cli.options import (
+    CmdOpt,
+    ConfigOpt,
+    FailOnOpt,
+    IntervalOpt,
+    LogOpt,
+    MetricsUrlOpt,
+    OnlyOpt,
+    OutputOpt,
+    SkipOpt,
+    TimeoutOpt,
+    VllmVersionOpt,
+)
 from spec_doctor.engine.facts import InputError
-from spec_doctor.engine.model import Finding
 from spec_doctor.report.build import report_dict
-
-SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-
-
-def _pct(rate: Any) -> str:
-    return "-" if rate is None else f"{100 * rate:.1f}%"
+from spec_doctor.report.views.watch import finding_line, plain_line, render, summary_text
 
 
-def _num(x: Any, fmt: str = "{:.0f}") -> str:
-    return "-" if x is None else fmt.format(x)
-
-
-def _kv(u: dict[str, Any]) -> str:
-    now, peak = u.get("kv_now"), u.get("kv_usage_max")
-    if now is None and peak is None:
-        return "-"
-    return f"{_num(now, '{:.1f}')}% (max {_num(peak, '{:.1f}')}%)"
-
-
-def _unit_line(u: dict[str, Any]) -> str:
-    if u.get("error") and u.get("acceptance_rate") is None and u.get("running_now") is None:
-        return f"{u['name']}: {u['error']}"
-    return (f"{u['name']}: accept {_pct(u.get('acceptance_recent'))} now / {_pct(u.get('acceptance_rate'))} all, "
-            f"{_num(u.get('mean_acceptance_length'), '{:.2f}')} tok/step, K={_num(u.get('k'))}, "
-            f"running {_num(u.get('running_now'))}, waiting {_num(u.get('waiting_now'))}, KV {_kv(u)}, "
-            f"preemptions {_num(u.get('preemptions'))}")
-
-
-def plain_line(frame: Any) -> str:
-    """One line per refresh for logs and CI."""
-    from spec_doctor.measure.vram import fmt_gib
-
-    parts = [_unit_line(u) for u in frame.units] or ["waiting for data"]
-    parts += [f"GPU{g['index']} {fmt_gib(g.get('used'))}/{fmt_gib(g.get('total'))}" for g in frame.gpus]
-    return f"[{frame.t:7.1f}s #{frame.iteration}] " + " | ".join(parts)
-
-
-def finding_line(f: Finding, prefix: str = "NEW") -> str:
-    where = f.evidence[0].source if f.evidence else ""
-    return f"{prefix} {f.severity.value} {f.id}: {f.title}" + (f" ({where})" if where else "")
-
-
-def render(frame: Any, watch: Any, *, interval: float, check_every: float) -> Any:
-    """The live view: header, servers table, VRAM table, findings."""
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
-
-    from spec_doctor.cli.vram import _sparkline
-    from spec_doctor.measure.vram import fmt_gib
-
-    head = Text.assemble(("spec-doctor watch", "bold"),
-                         f"  {frame.t:.1f} s, refresh {interval:g} s, checks every {check_every:g} s "
-                         f"({watch.diagnoses} run)  Ctrl-C stops")
-    parts: list[Any] = [head]
-    servers = Table(show_header=True, header_style="bold", expand=False, title="servers")
-    for col in ("server", "accept now", "accept all", "tok/step", "K", "running", "waiting", "KV cache",
-                "preempt", "gen tok/s", "draft"):
-        servers.add_column(col, justify="left" if col in ("server", "draft") else "right", overflow="fold")
-    for u in frame.units:
-        servers.add_row(u["name"], _pct(u.get("acceptance_recent")), _pct(u.get("acceptance_rate")),
-                        _num(u.get("mean_acceptance_length"), "{:.2f}"), _num(u.get("k")),
-                        _num(u.get("running_now")), _num(u.get("waiting_now")), _kv(u),
-                        _num(u.get("preemptions")), _num(u.get("gen_tps_now"), "{:.1f}"),
-                        str(u.get("draft_model") or u.get("method") or "-"))
-    if not frame.units:
-        servers.add_row("waiting for the first log line or scrape", *[""] * 10)
-    parts.append(servers)
-    if frame.gpus:
-        gpus = Table(show_header=True, header_style="bold", title="VRAM (NVML)")
-        for col in ("GPU", "used", "free", "total", "peak", "trend"):
-            gpus.add_column(col, justify="left" if col == "trend" else "right")
-        for g in frame.gpus:
-            gpus.add_row(str(g["index"]), fmt_gib(g.get("used")), fmt_gib(g.get("free")), fmt_gib(g.get("total")),
-                         fmt_gib(g.get("peak")), _sparkline(g.get("history") or [], g.get("total")))
-        parts.append(gpus)
-    findings = Table(show_header=True, header_style="bold", title="findings (latest checks)", expand=False)
-    for col in ("severity", "id", "title"):
-        findings.add_column(col, overflow="fold")
-    new_ids = {id(f) for f in frame.new}
-    shown = (watch.last_diagnosis.findings if watch.last_diagnosis is not None else [])[:12]
-    for f in shown:
-        title = ("NEW  " if id(f) in new_ids else "") + f.title
-        findings.add_row(Text(f.severity.value, style=SEVERITY_STYLE.get(f.severity.value, "")), f.id, title)
-    if not shown:
-        findings.add_row("", "", "no checks run yet" if watch.diagnoses == 0 else "nothing found")
-    parts.append(findings)
-    for note in frame.notes[-4:]:
-        parts.append(Text(note, style="dim"))
-    return Group(*parts)
-
-
-@app.command("watch")
 def watch_cmd(
-    log: list[str] = typer.Option([], "--log", help="vLLM log file to follow (repeatable: one per server; "
-                                                    "'-' for stdin)."),
-    metrics_url: list[str] = typer.Option([], "--metrics-url", help="Prometheus /metrics URL to scrape each "
-                                                                    "refresh (repeatable: one per server)."),
-    cmd: str | None = typer.Option(None, "--cmd", help="The `vllm serve ...` command line."),
-    config: str | None = typer.Option(None, "--config", help="vLLM YAML config file."),
-    vllm_version: str | None = typer.Option(None, "--vllm-version", help="vLLM version the servers run."),
-    interval: float = typer.Option(2.0, "--interval", help="Seconds between refreshes."),
-    check_every: float = typer.Option(10.0, "--check-every", help="Seconds between runs of the checks."),
-    duration: float | None = typer.Option(None, "--duration", help="Stop after S seconds."),
-    iterations: int | None = typer.Option(None, "--iterations", help="Stop after N refreshes."),
-    nvml_replay: str | None = typer.Option(None, "--nvml-replay",
-                                              help="Replay an NVML recording (watch-vram --record-nvml) "
-                                                   "instead of this machine's GPUs."),
-    no_nvml: bool = typer.Option(False, "--no-nvml", help="Do not watch VRAM."),
-    only: list[str] = typer.Option([], "--only", help="Run only this check id or prefix (repeatable)."),
-    skip: list[str] = typer.Option([], "--skip", help="Skip this check id or prefix (repeatable)."),
-    fail_on: str = typer.Option("error", "--fail-on", help="error|warning|info|never: exit 1 at or above, "
-                                                           "over every finding seen."),
-    output: str | None = typer.Option(None, "--output", "-o", help="Write the final JSON report here."),
-    plain: bool = typer.Option(False, "--plain", help="Plain lines even on a terminal."),
-    timeout: float = typer.Option(30.0, "--timeout", help="Per-check timeout in seconds."),
+    log: LogOpt = [],
+    metrics_url: MetricsUrlOpt = [],
+    cmd: CmdOpt = None,
+    config: ConfigOpt = None,
+    vllm_version: VllmVersionOpt = None,
+    interval: IntervalOpt = 2.0,
+    check_every: Annotated[float, typer.Option("--check-every", help="Seconds between runs of the checks.")] = 10.0,
+    duration: Annotated[float | None, typer.Option("--duration", help="Stop after S seconds.")] = None,
+    iterations: Annotated[int | None, typer.Option("--iterations", help="Stop after N refreshes.")] = None,
+    nvml_replay: Annotated[str | None, typer.Option(
+        "--nvml-replay", help="Replay an NVML recording (watch-vram --record-nvml) instead of this machine's GPUs.")
+    ] = None,
+    no_nvml: Annotated[bool, typer.Option("--no-nvml", help="Do not watch VRAM.")] = False,
+    only: OnlyOpt = [],
+    skip: SkipOpt = [],
+    fail_on: FailOnOpt = "error",
+    output: OutputOpt = None,
+    plain: Annotated[bool, typer.Option("--plain", help="Plain lines even on a terminal.")] = False,
+    timeout: TimeoutOpt = 30.0,
 ) -> None:
     """Follow logs, /metrics and NVML live; show a dashboard and raise findings as they appear.
 
@@ -160,11 +79,11 @@ def watch_cmd(
     if log.count("-") > 1:
         raise InputError("--log - (stdin) can be given only once")
     for path in log:
-        _check_file(path, "log file")
+        check_file(path, "log file")
     if config:
-        _check_file(config, "config file")
+        check_file(config, "config file")
     if nvml_replay:
-        _check_file(nvml_replay, "NVML recording")
+        check_file(nvml_replay, "NVML recording")
     inputs = Inputs(logs=list(log), cmd=cmd, config=config, vllm_version=vllm_version,
                     metrics_urls=list(metrics_url), metrics_interval_s=0.0, timeout_s=timeout)
     nv, note = open_backend(nvml_replay, enabled=not no_nvml)
@@ -182,7 +101,7 @@ def watch_cmd(
     finally:
         if nv is not None:
             nv.close()
-    _summary(watch, interrupted)
+    print(summary_text(watch, interrupted, time.monotonic() - watch.start), end="")
     if output:
         report = report_dict(watch.last_diagnosis) if watch.last_diagnosis is not None else {}
         report["watch"] = {"refreshes": watch.iteration, "diagnoses": watch.diagnoses,
@@ -190,7 +109,7 @@ def watch_cmd(
                            "findings_seen": [f.to_dict() for f in watch.seen_findings()]}
         import json
 
-        _write_output(json.dumps(report, indent=2, default=str) + "\n", output)
+        write_output(json.dumps(report, indent=2, default=str) + "\n", output)
     diag = watch.last_diagnosis
     assessed = diag is not None and diag.assessed
     raise typer.Exit(exit_code(watch.seen_findings(), fail_on, assessed=assessed or bool(watch.seen)))
@@ -232,25 +151,3 @@ def _loop(watch: Any, *, live: bool, interval: float, check_every: float, durati
         if view is not None:
             view.stop()
 
-
-def _summary(watch: Any, interrupted: bool) -> None:
-    from spec_doctor.engine.ranking import verdict
-
-    seen = watch.seen_findings()
-    problems = watch.problems_seen()
-    counts = {s: sum(1 for f in problems if f.severity.value == s) for s in ("error", "warning", "info")}
-    results = watch.last_diagnosis.results if watch.last_diagnosis is not None else []
-    print(f"\nwatched {time.monotonic() - watch.start:.1f} s: {watch.iteration} refresh(es), {watch.diagnoses} "
-          f"check run(s){' (interrupted)' if interrupted else ''}; verdict {verdict(seen, results)}; "
-          f"findings seen: {counts['error']} error, {counts['warning']} warning, {counts['info']} info")
-    gone = watch.gone()
-    gone_keys = {id(f) for f in gone}
-    for f in seen:
-        if id(f) not in gone_keys:
-            print("  " + finding_line(f, prefix="-"))
-    if gone:
-        print("  seen earlier, no longer reported at the end:")
-        for f in gone:
-            print("    " + finding_line(f, prefix="-"))
-    for note in watch.current_notes():
-        print(f"  note: {note}")

@@ -58,3 +58,37 @@ def report_sections(store: FactStore) -> dict:
         if value is not None:
             sections[name] = jsonable(value)
     return sections
+
+
+@provides("spec.evidence")
+def spec_evidence(store: FactStore) -> dict:
+    """Whether speculation is on, from any input that shows it: the deployment config, --draft (a model, or a
+    method such as ngram / mtp / eagle3:PATH), the log's engine-config dump or spec-decode metrics lines (V0
+    `Speculative metrics`, V1 `SpecDecoding metrics`), /metrics spec-decode counters, or a vLLM message that only
+    a speculative engine prints. {"on": bool, "sources": [where it shows]}; FactUnavailable when nothing says."""
+    sources: list[str] = []
+    dep = store.maybe("config.deployment")
+    if dep is not None and getattr(dep, "spec_enabled", False):
+        spec = getattr(dep, "speculative", None)
+        sources.append(getattr(spec, "source", "") or getattr(dep, "origin", "config"))
+    if store.inputs.draft:
+        sources.append(f"--draft {store.inputs.draft}")
+    for lf in store.maybe("logs.files") or []:
+        if getattr(lf, "error", None):
+            continue
+        if lf.spec_config:
+            sources.append(lf.spec_config["source"])
+        sources += [s.lines_range() for s in lf.spec_streams[:2]]
+    for w in store.maybe("metrics.deltas") or []:
+        if any(d.has_spec_counters and (d.num_drafts or 0) > 0 for d in w.engines.values()):
+            sources.append(f"{w.window_label}: spec-decode counters")
+    for f in store.maybe("logs.events") or []:
+        sources += [e["source"] for e in f["events"]
+                    if e["template"] and e["template"]["spec_related"] and e["template"]["category"] != "none"][:2]
+        sources += [t["source"] for t in f["tracebacks"]
+                    if any("spec_decode" in m or "proposer" in m for m in t["modules"])][:1]
+    if sources:
+        return {"on": True, "sources": list(dict.fromkeys(sources))}
+    if dep is not None or store.maybe("logs.files"):
+        return {"on": False, "sources": []}
+    raise FactUnavailable("no input says whether speculation is on")

@@ -132,7 +132,7 @@ def _r(x: float | None, nd: int = 4) -> float | None:
 def logs_summary(store: FactStore) -> dict:
     """Numbers worth showing, comparing and plotting, per log stream: acceptance (rate, tokens/step, per-position
     curve) and the stats windows over time (throughput, running/waiting, KV usage). `report.sections.logs`."""
-    streams = []
+    streams: dict = {}
     for lf in usable(store.get("logs.files")):
         for s in lf.streams.values():
             windows = [{"line": w.line,
@@ -140,6 +140,10 @@ def logs_summary(store: FactStore) -> dict:
                         "running": w.stats.running, "waiting": w.stats.waiting, "kv_usage": _r(w.stats.kv_usage, 2)}
                        for w in s.windows if w.stats is not None]
             entry: dict = {"stream": s.label, "source": s.lines_range(), "stats_windows": len(windows)}
+            # Keyed by engine (not by file name) so that `compare` matches the same engine across two runs.
+            key = f"engine {s.engine}" if s.engine is not None else "engine"
+            while key in streams:
+                key += "'"
             if s.n_spec:
                 entry["acceptance"] = {"k": s.k, "windows": s.n_spec, "accepted": s.accepted, "drafted": s.drafted,
                                        "acceptance_rate": _r(s.acceptance_rate),
@@ -148,7 +152,57 @@ def logs_summary(store: FactStore) -> dict:
             if windows:
                 entry["windows"] = windows
             if s.n_spec or windows:
-                streams.append(entry)
+                streams[key] = entry
     if not streams:
         raise FactUnavailable("no stats or spec-decode metrics lines in the log(s)")
     return {"streams": streams}
+
+
+def _template_dict(t: Any) -> dict[str, Any] | None:
+    if t is None:
+        return None
+    return {"template": t.template, "kind": t.kind, "category": t.category, "fix": t.fix,
+            "first_version": t.first_version, "last_version": t.last_version, "source": t.source,
+            "spec_related": t.spec_related}
+
+
+@provides("logs.events")
+def log_events(store: FactStore) -> list[dict[str, Any]]:
+    """vLLM's own warnings/errors and tracebacks per file, each identified against the message catalogue
+    (knowledge/catalogue.py) where it matches: [{"file", "shutdown_line", "tracebacks": [...], "events": [...]}]."""
+    from spec_doctor.knowledge.catalogue import identify
+
+    out = []
+    for lf in usable(store.get("logs.files")):
+        shutdown = lf.signatures.get("shutdown-requested")
+        tbs = []
+        for tb in lf.ev.tracebacks:
+            site = tb.raise_site
+            tbs.append({"source": f"{lf.display}:{tb.line}" + (f"-{tb.end_line}" if tb.end_line != tb.line else ""),
+                        "line": tb.line, "end_line": tb.end_line, "exc_type": tb.exc_type, "exc_msg": tb.exc_msg,
+                        "site": site.module if site else None, "func": site.func if site else None,
+                        "frames": [f"{f.module}:{f.line} in {f.func}" for f in tb.vllm_frames(4)],
+                        "modules": sorted({f.module for f in tb.frames if f.in_vllm}),
+                        "one_line": tb.one_line,
+                        "template": _template_dict(identify(f"{tb.exc_msg or ''}")) if tb.exc_msg else None})
+        events = [{"source": f"{lf.display}:{e.line}", "line": e.line, "level": e.level, "text": e.text,
+                   "count": e.count, "template": _template_dict(identify(e.text))}
+                  for e in lf.ev.events]
+        if tbs or events:
+            out.append({"file": lf.display, "shutdown_line": shutdown.lines[0] if shutdown and shutdown.lines else None,
+                        "tracebacks": tbs, "events": events, "dropped": lf.ev.dropped})
+    if not out:
+        raise FactUnavailable("no warnings, errors or tracebacks in the log(s)")
+    return out
+
+
+@provides("logs.spec_overhead")
+def log_spec_overhead(store: FactStore) -> list[dict[str, Any]]:
+    """Start-up messages in which vLLM says it gives up speed for the speculation method in use (async scheduling
+    disabled, a fallback model runner, a lowered token budget): the catalogue's `spec-overhead` templates."""
+    hits = [{"source": e["source"], "text": e["text"][:300], "template": e["template"]}
+            for f in store.get("logs.events") for e in f["events"]
+            if e["template"] and e["template"]["category"] == "spec-overhead"]
+    if not hits:
+        raise FactUnavailable("no start-up message about speculation overhead in the log(s)")
+    return hits

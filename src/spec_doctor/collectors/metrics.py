@@ -121,8 +121,9 @@ def metrics_summary(store: FactStore) -> dict:
     def r(x: float | None, nd: int = 4) -> float | None:
         return None if x is None else round(float(x), nd)
 
-    out = []
-    for w in store.get("metrics.deltas"):
+    out: dict = {}
+    windows = store.get("metrics.deltas")
+    for i, w in enumerate(windows):
         for key, d in w.engines.items():
             g = w.gauges_after.get(key)
             if d.generation_tokens is None and not d.has_spec_counters and g is None:
@@ -138,7 +139,9 @@ def metrics_summary(store: FactStore) -> dict:
                                        "acceptance_rate": r(d.acceptance_rate),
                                        "tokens_per_step": r(d.mean_acceptance_length),
                                        "per_position": [r(p) for p in d.per_position_rates]}
-            out.append(entry)
+            # Keyed by model and engine (not by URL or file) so that `compare` matches them across two runs.
+            key = f"{d.model or 'model'} / engine {d.engine or '-'}" + (f" / window {i + 1}" if len(windows) > 1 else "")
+            out[key] = entry
     if not out:
         raise FactUnavailable("no vLLM engine in the /metrics windows")
     return {"engines": out}

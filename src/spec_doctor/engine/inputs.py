@@ -24,6 +24,7 @@ class Inputs:
     watch_vram_s: float | None = None
     allow_download: bool = False
     timeout_s: float = 30.0  # per-check timeout
+    gpu: str | None = None  # GPU model for the speedup roofline when NVML cannot tell (e.g. 'H100')
     # Whether the user gave anything to diagnose beyond the local machine.
     @property
     def has_deployment(self) -> bool:

@@ -32,6 +32,7 @@ class Category(str, enum.Enum):
     PREFILL_BOUND = "prefill-bound"
     CUDA_GRAPH = "cuda-graph"
     QUANTIZATION = "quantization"
+    SPEC_OVERHEAD = "spec-overhead"
     SPEC_INACTIVE = "spec-inactive"
     SCHEDULER_CONFIG = "scheduler-config"
     ENGINE_BUG = "engine-bug"

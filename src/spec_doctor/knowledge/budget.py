@@ -109,7 +109,7 @@ def kv_geometry(config: dict[str, Any], kv_dtype_bytes: int, tp: int, max_model_
         n_sliding = sum(1 for t in layer_types[:layers] if "sliding" in str(t))
     elif window and c.get("use_sliding_window") is not False and c.get("model_type") in ("mistral", "mixtral"):
         n_sliding = layers  # Mistral-style: every layer slides when sliding_window is set
-    if n_sliding and max_model_len and window < max_model_len:
+    if n_sliding and window and max_model_len and window < max_model_len:
         frac = window / max_model_len
         eff = (layers - n_sliding) * per_layer + n_sliding * per_layer * frac
         return KvGeometry(int(eff), formula + f"; {n_sliding} sliding layers hold {window} of {max_model_len} tokens",
@@ -329,7 +329,7 @@ def compute_budget(*, target: Any, draft: Any = None, dep: Any = None, spec_meth
     t_kv = kv_geometry(t_cfg, kv_bytes_el, tp, max_len) if t_cfg else None
     if t_kv is None:
         missing.append("target KV geometry (config.json with num_hidden_layers / heads / head_dim)")
-    tm = ModelMemory("target", getattr(target, "name", None) or getattr(target, "ref", "target"),
+    tm = ModelMemory("target", getattr(target, "name", "") or getattr(target, "ref", "target"),
                      t_w, t_w_src, tp, t_kv)
 
     dm: ModelMemory | None = None
@@ -352,7 +352,7 @@ def compute_budget(*, target: Any, draft: Any = None, dep: Any = None, spec_meth
         d_kv = kv_geometry(d_cfg, kv_bytes_el, dtp, max_len) if d_cfg else None
         if d_kv is None:
             missing.append("draft KV geometry (draft config.json)")
-        dm = ModelMemory("draft", getattr(draft, "name", None) or getattr(draft, "ref", "draft"),
+        dm = ModelMemory("draft", getattr(draft, "name", "") or getattr(draft, "ref", "draft"),
                          d_w, d_w_src, dtp, d_kv)
         for row in version_rows("draft_weights_profiled", version):
             if method in row.get("methods", [method]):

@@ -124,7 +124,7 @@ def gpu_min_cuda(cc: str) -> dict[str, Any] | None:
     if c is None:
         return None
     hits = [r for r in table().get("gpu_min_cuda", []) if c >= (version(r["min_cc"]) or Version("999"))]
-    return max(hits, key=lambda r: version(r["min_cc"]), default=None)
+    return max(hits, key=lambda r: version(r["min_cc"]) or Version("999"), default=None)
 
 
 def platform_row(key: str) -> dict[str, Any]:

@@ -167,8 +167,8 @@ def plan_fix(cfg: DeploymentConfig, version: Version | None) -> FixPlan:
                 plan.changes.append(Change(written, "--speculative-config",
                                            f"removed in vLLM {LEGACY_REMOVED_IN} (0.8.2 only warns); its value is "
                                            "now a key of --speculative-config",
-                                           flag_info(_canonical(written)).row["source"]
-                                           if flag_info(_canonical(written)) else ""))
+                                           info.row["source"]
+                                           if (info := flag_info(_canonical(written))) else ""))
         for dest in ("spec_method", "spec_model", "spec_tokens"):
             info = flag_info("--" + dest.replace("_", "-"))
             if dest in cfg.args and info and info.first and base < info.first:
@@ -176,12 +176,16 @@ def plan_fix(cfg: DeploymentConfig, version: Version | None) -> FixPlan:
                                            f"{info.name} exists from vLLM {info.first}", info.row["source"]))
         written_sc = cfg.written.get("speculative_config", "")
         if written_sc == "-sc" and (first := alias_first("-sc")) and base < first:
+            sc_info = flag_info("--speculative-config")
+            assert sc_info is not None  # a flag of every supported vLLM
             plan.changes.append(Change("-sc", "--speculative-config", f"the -sc alias exists from vLLM {first}",
-                                       flag_info("--speculative-config").row["source"]))
+                                       sc_info.row["source"]))
         if "." in written_sc and base < DOTTED_FROM:
+            sc_info = flag_info("--speculative-config")
+            assert sc_info is not None  # a flag of every supported vLLM
             plan.changes.append(Change(written_sc, "--speculative-config '{...}'",
                                        f"the dotted form exists from vLLM {DOTTED_FROM}",
-                                       flag_info("--speculative-config").row["source"]))
+                                       sc_info.row["source"]))
         if not modern and not spec.legacy:
             plan.notes.append(f"vLLM {target} has no --speculative-config (added in {MODERN_FROM}); the legacy "
                               "flags below are what it takes")

@@ -176,7 +176,9 @@ def method_row(name: str) -> dict[str, Any] | None:
 
 
 def is_mtp_method(name: str | None) -> bool:
-    return bool(name) and (name == "mtp" or name.endswith(methods_data()["inference"]["mtp_model_type_suffix"]))
+    if not name:
+        return False
+    return name == "mtp" or name.endswith(methods_data()["inference"]["mtp_model_type_suffix"])
 
 
 def _first_current_support(row: dict[str, Any]) -> Version | None:

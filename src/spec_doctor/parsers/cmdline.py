@@ -270,7 +270,7 @@ def parse_argv(argv: list[str], *, program: str = "flags only", model: str | Non
             nxt = argv[i] if i < len(argv) else None
             takes_next = nxt is not None and (not nxt.startswith("-") or bool(_NUMBER.match(nxt)))
             if flag in bools and not subpath:
-                if takes_next and nxt.lower() in ("true", "false"):
+                if takes_next and nxt is not None and nxt.lower() in ("true", "false"):
                     value, has_value = nxt, True
                     i += 1
             elif takes_next:
@@ -292,8 +292,8 @@ def parse_argv(argv: list[str], *, program: str = "flags only", model: str | Non
         else:
             out.args[dest] = coerce(value)
     for dest, sub in dotted.items():
-        base = out.args.get(dest)
-        merged = dict(base) if isinstance(base, dict) else {}
+        current = out.args.get(dest)
+        merged: dict[str, Any] = dict(current) if isinstance(current, dict) else {}
         _deep_merge(merged, sub)
         out.args[dest] = merged
     if out.model is None and isinstance(out.args.get("model"), str):

@@ -201,6 +201,7 @@ def normalize(args: dict[str, Any], *, origin: str, source: str, written: dict[s
     for dest, info in legacy.items():
         if dest in args:
             cfg.legacy_flags.append((written.get(dest, info.name), source))
+            assert info.spec_key is not None  # legacy_spec_flags() keeps only flags with a spec key
             legacy_raw[info.spec_key] = args[dest]
     if "use_v2_block_manager" in args and not drop_unset:
         cfg.legacy_flags.append((written.get("use_v2_block_manager", "--use-v2-block-manager"), source))

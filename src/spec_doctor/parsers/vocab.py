@@ -143,6 +143,14 @@ def _canonical(obj: Any) -> str | None:
 
 
 _WS = re.compile(r"[ \t\n\r]*")
+
+
+def _ws_end(text: str, pos: int) -> int:
+    m = _WS.match(text, pos)
+    assert m is not None  # the pattern matches the empty string
+    return m.end()
+
+
 _MERGES_TAIL = re.compile(r"\][ \t\n\r]*\}[ \t\n\r]*\}[ \t\n\r]*$")
 _DECODER = json.JSONDecoder()
 _TOP_KEYS = frozenset(("version", "truncation", "padding", "added_tokens", "normalizer", "pre_tokenizer",
@@ -157,15 +165,15 @@ def _parse_object(text: str, pos: int, skip_merges: bool) -> tuple[dict[str, Any
     if text[pos] != "{":
         raise ValueError("expected an object")
     out: dict[str, Any] = {}
-    pos = _WS.match(text, pos + 1).end()
+    pos = _ws_end(text, pos + 1)
     if text[pos] == "}":
         return out, pos + 1
     while True:
         key, pos = _DECODER.raw_decode(text, pos)
-        pos = _WS.match(text, pos).end()
+        pos = _ws_end(text, pos)
         if text[pos] != ":":
             raise ValueError(f"expected ':' at {pos}")
-        pos = _WS.match(text, pos + 1).end()
+        pos = _ws_end(text, pos + 1)
         if key == "model" and text[pos] == "{":
             # `tokenizers` writes "model" after all its other top-level keys; only then is it last.
             out[key], pos = _parse_object(text, pos, _TOP_KEYS <= out.keys())
@@ -173,9 +181,9 @@ def _parse_object(text: str, pos: int, skip_merges: bool) -> tuple[dict[str, Any
             return out, len(text.rstrip()) - 1  # the caller's closing brace
         else:
             out[key], pos = _DECODER.raw_decode(text, pos)
-        pos = _WS.match(text, pos).end()
+        pos = _ws_end(text, pos)
         if text[pos] == ",":
-            pos = _WS.match(text, pos + 1).end()
+            pos = _ws_end(text, pos + 1)
         elif text[pos] == "}":
             return out, pos + 1
         else:
@@ -189,7 +197,7 @@ def _read_tokenizer_json(f: Path) -> Any:
         raise VocabError(f"{f}: cannot read ({exc.strerror or exc})") from None
     except UnicodeDecodeError:
         raise VocabError(f"{f}: not valid JSON (not UTF-8)") from None
-    start = _WS.match(text).end()
+    start = _ws_end(text, 0)
     if not text.startswith("{", start):
         return _read_json(f)  # not an object: let the plain parser produce the message
     try:
@@ -305,6 +313,7 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
 def _fields(buf: bytes) -> Iterable[tuple[int, int, Any]]:
     """Minimal protobuf wire-format reader: yields (field number, wire type, value)."""
     pos = 0
+    val: int | bytes
     while pos < len(buf):
         key, pos = _varint(buf, pos)
         num, wt = key >> 3, key & 7

@@ -63,7 +63,7 @@ def excerpts_for(path: str, ranges: list[tuple[int, int]], context: int = EXCERP
     opener = gzip.open if path.endswith(".gz") else open
     out: list[str] = []
     idx = 0
-    with opener(path, "rb") as fh:  # type: ignore[operator]
+    with opener(path, "rb") as fh:
         for lineno, raw in enumerate(fh, 1):
             while idx < len(merged) and lineno > merged[idx][1]:
                 idx += 1

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import html as _html
+from collections.abc import Sequence
 from pathlib import Path
 
 
-def svg_curve(points: list[tuple[float, float, float, float]], *, title: str, ylabel: str,
+def svg_curve(points: Sequence[tuple[float, float, float, float]], *, title: str, ylabel: str,
               width: int = 420, height: int = 240) -> str:
     """points: (x, y, y_lo, y_hi). A line with a shaded band."""
     if not points:

@@ -63,6 +63,7 @@ def run_offline(settings: OfflineSettings, prompt_set, *, pair=None, log=None) -
     from spec_doctor.measure.probe import offline
 
     settings.validate()
+    assert settings.target is not None  # validate() requires it
     t_start = time.perf_counter()
     if pair is None:
         pair = offline.load_pair(settings.target, settings.draft if settings.method == "draft_model" else None,
@@ -95,7 +96,7 @@ def run_offline(settings: OfflineSettings, prompt_set, *, pair=None, log=None) -
         "mode": "offline", "method": settings.method,
         "source": f"offline probe: target {settings.target}"
                   + (f", draft {settings.draft}" if settings.method == "draft_model" else
-                     f", n-gram {ngram[0]}..{ngram[1]}"),
+                     f", n-gram {settings.prompt_lookup[0]}..{settings.prompt_lookup[1]}"),
         "sampling": settings.sampling.to_dict(), "domain": prompt_set.name,
         "prompt_source": prompt_set.source, "partial": prompt_set.partial_note,
         "warnings": list(pair.notes), "configured_k": settings.configured_k,

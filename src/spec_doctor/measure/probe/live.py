@@ -111,7 +111,7 @@ def run_live(server: str, prompt_set, spec: SamplingSpec, *, max_new_tokens: int
     speculation on."""
     base = base_url(server)
     models = http_json(base + "/v1/models", timeout=10.0)
-    ids = [m.get("id") for m in (models.get("data") or []) if isinstance(m, dict)] if isinstance(models, dict) else []
+    ids = [m["id"] for m in (models.get("data") or []) if isinstance(m, dict) and m.get("id")] if isinstance(models, dict) else []
     if not ids:
         raise FactUnavailable(f"{base}/v1/models lists no model; is this an OpenAI-compatible server?")
     model = ids[0]

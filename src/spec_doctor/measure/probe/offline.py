@@ -146,7 +146,7 @@ def load_pair(target: str, draft: str | None, *, device: str = "auto", dtype: st
     dt = _dtype(dtype, dev)
     check_fits([p for p in (target, draft) if p], dev)
     kw = dict(dtype=dt, trust_remote_code=False, local_files_only=not allow_download)
-    models = []
+    models: list[Any] = []  # LoadedPair keeps the models untyped
     for what, path in (("target", target), ("draft", draft)):
         if path is None:
             models.append(None)
@@ -160,7 +160,7 @@ def load_pair(target: str, draft: str | None, *, device: str = "auto", dtype: st
         except (OSError, ValueError) as exc:
             raise InputError(f"cannot load {what} model '{path}': {str(exc).splitlines()[0]}") from None
         try:
-            m.to(dev)
+            m.to(dev)  # type: ignore[arg-type]  # transformers types `to` through a wrapper that drops self
         except torch.OutOfMemoryError:
             raise FactUnavailable(f"{what} model '{path}' does not fit in {dev} memory") from None
         m.eval()
@@ -283,7 +283,7 @@ def score(target, draft, items: list[ScoredPrompt], spec: SamplingSpec, *, devic
     y = torch.tensor(ys, device=device)
     ht, head_t = _hidden_and_head(target, ids, mask)
     hd, head_d = _hidden_and_head(draft, ids, mask)
-    cols = {k: [] for k in ("match", "p_draft", "ratio", "overlap", "top1")}
+    cols: dict[str, list[torch.Tensor]] = {k: [] for k in ("match", "p_draft", "ratio", "overlap", "top1")}
     with torch.inference_mode():
         for a in range(0, len(ys), LOGIT_CHUNK_ROWS):
             sl = slice(a, a + LOGIT_CHUNK_ROWS)

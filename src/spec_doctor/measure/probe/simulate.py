@@ -205,9 +205,10 @@ def bootstrap(rows: Sequence[Sequence[float]], stat: Callable[[list[float]], flo
     vals: list[float] = []
     try:
         import numpy as np
+        have_numpy = True
     except ImportError:  # pragma: no cover - numpy comes with torch; the live probe may lack it
-        np = None
-    if np is not None:
+        have_numpy = False
+    if have_numpy:
         # Resampling prompts = multinomial counts per resample; sums are then one matrix product.
         counts = np.random.default_rng(seed).multinomial(n, [1.0 / n] * n, size=resamples)
         sums = counts @ np.asarray(rows, dtype=float)

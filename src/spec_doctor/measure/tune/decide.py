@@ -137,8 +137,8 @@ def crossover(spec_by_c: Mapping[int, float | None], plain_by_c: Mapping[int, fl
     {"ratios": {c: ratio}, "pays_at": [c...], "stops_paying_above": c_last_paying | None,
      "first_not_paying": c | None, "verdict": one line}
     """
-    ratios = {c: spec_by_c[c] / plain_by_c[c] for c in sorted(spec_by_c)
-              if spec_by_c.get(c) and plain_by_c.get(c)}
+    ratios = {c: sv / pv for c in sorted(spec_by_c)
+              if (sv := spec_by_c.get(c)) and (pv := plain_by_c.get(c))}
     pays = [c for c, r in ratios.items() if r > 1.0 + PAYS_ABOVE]
     out: dict[str, Any] = {"ratios": {str(c): round(r, 4) for c, r in ratios.items()}, "pays_at": pays,
                            "stops_paying_above": None, "first_not_paying": None}

@@ -48,11 +48,11 @@ def open_log(path: str) -> tuple[BinaryIO, bool]:
     if path == "-":
         raw: BinaryIO = sys.stdin.buffer
         # stdin cannot seek: peek through a buffered reader.
-        buf = io.BufferedReader(raw, buffer_size=1 << 16)  # type: ignore[arg-type]
+        buf = io.BufferedReader(raw, buffer_size=1 << 16)  # type: ignore[type-var]
         head = buf.peek(2)[:2]
         if head == _GZIP_MAGIC:
             return gzip.GzipFile(fileobj=buf), True  # type: ignore[return-value]
-        return buf, False  # type: ignore[return-value]
+        return buf, False
     if os.path.isdir(path):
         raise LogReadError(f"log file '{path}' is a directory, expected a file")
     try:

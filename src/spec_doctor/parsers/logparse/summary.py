@@ -16,6 +16,8 @@ from typing import Any
 from spec_doctor.engine.facts import Sourced
 from spec_doctor.knowledge.data import threshold
 from spec_doctor.parsers.logparse import lines as L
+from spec_doctor.parsers.logparse.events import LEVELS as EVENT_LEVELS
+from spec_doctor.parsers.logparse.events import EventReader
 from spec_doctor.parsers.logparse.reader import ReadStats, open_log, scan
 from spec_doctor.parsers.logparse.signatures import Signature, load_signatures
 
@@ -58,7 +60,7 @@ class Window:
         if self.spec is None:
             return None
         if self.spec.fmt == "v0":
-            return (self.d_accepted / self.d_drafted) if self.d_drafted else None
+            return (self.d_accepted / self.d_drafted) if self.d_drafted and self.d_accepted is not None else None
         return self.spec.rate if self.spec.rate is not None else (
             self.spec.accepted / self.spec.drafted if self.spec.drafted else None)
 
@@ -305,6 +307,8 @@ class LogFile:
     # `vllm bench serve` result blocks pasted into the log: [{"source", "line", field: number}]
     bench: list = field(default_factory=list)
     error: str | None = None  # set when the file could not be used (unreadable, empty, binary)
+    # vLLM's own warnings/errors and tracebacks (events.py); `finish()` closes a traceback cut off at the end
+    ev: EventReader = field(default_factory=EventReader)
     _last_engine: dict = field(default_factory=dict)  # (prefix, pid) -> engine index
     _prev_text: str = ""
 
@@ -371,6 +375,11 @@ class LogFile:
             self._last_engine[origin] = stl.engine
             self._stream(rec, stl.engine).add_stats(lineno, rec.ts, stl)
             return
+        # Not a periodic metrics line (the fast path's `_hot` lines never reach here either): vLLM's own
+        # warnings, errors and tracebacks.
+        if rec.level in EVENT_LEVELS or self.ev.active or "Traceback" in msg or (
+                rec.level is None and ('File "' in msg or "Error" in msg or "Exception" in msg)):
+            self.ev.feed(lineno, rec.level, msg, rec.pid)
         search = L.search if fast else _search
         m = search(L.PREFIX_V0, msg)
         if m:
@@ -543,7 +552,7 @@ def build_prefilter() -> re.Pattern[bytes]:
 
 
 CONTEXT = {b"Serving Benchmark Result": 40}
-NEEDLES = L.NEEDLES + (b"Serving Benchmark Result", b"vocab_size", b"undefined symbol", b"out of memory", b"not supported with spec-decode",
+NEEDLES = L.NEEDLES + (b"Traceback", b'File "', b"Exception", b"Serving Benchmark Result", b"vocab_size", b"undefined symbol", b"out of memory", b"not supported with spec-decode",
                           # pydantic's error-type tag on the line after a config ValidationError
                           b"[type=")
 
@@ -568,6 +577,7 @@ def parse_log(path: str, display: str | None = None, *, chunk_size: int | None =
     finally:
         if path != "-":
             stream.close()
+    lf.ev.close()
     lf.lines = stats.lines
     lf.truncated_lines = stats.truncated_lines
     lf.size_bytes = os.path.getsize(path) if path != "-" and os.path.exists(path) else stats.bytes_read
@@ -593,6 +603,7 @@ def parse_text(text: str, display: str = "<text>", *, reference: bool = False) -
     stats = ReadStats()
     scan(io.BytesIO(text.encode("utf-8", errors="surrogateescape")), _prefilter(), NEEDLES,
          lf.feed_reference if reference else lf.feed, stats=stats, context=CONTEXT)
+    lf.ev.close()
     lf.lines = stats.lines
     lf.truncated_lines = stats.truncated_lines
     return lf

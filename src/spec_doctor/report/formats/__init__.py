@@ -30,11 +30,11 @@ def available() -> list[str]:
 
 def renderer(name: str) -> Callable[..., str]:
     if name in BUILTIN:
-        return importlib.import_module(BUILTIN[name]).render  # type: ignore[no-any-return]
+        return importlib.import_module(BUILTIN[name]).render
     from importlib.metadata import entry_points
 
     for ep in entry_points(group=FORMAT_ENTRY_POINT_GROUP):
         if ep.name == name:
             obj: Any = ep.load()
-            return obj.render  # type: ignore[no-any-return]
+            return obj.render
     raise KeyError(name)

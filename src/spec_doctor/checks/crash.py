@@ -1,0 +1,163 @@
+"""Crashes and vLLM's own error messages, read as events: a traceback is never silence.
+
+A traceback (exception + frames) is classified by where in vLLM it was raised (knowledge/data/crash_sites.toml):
+spec-decode code, the speculative config, KV-cache sizing, CUDA-graph code, a model runner. A WARNING/ERROR line
+that matches vLLM's message catalogue (knowledge/data/catalogue.json, mined from every release) carries that
+message's category, fix and release range. Lines a hand-written log signature already explains are left to it,
+and what follows a requested shutdown is the shutdown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
+from spec_doctor.engine.registry import check
+from spec_doctor.knowledge.crashes import classify
+
+# Exceptions that report an earlier failure rather than cause one (the engine died because of something above).
+_CONSEQUENCES = ("EngineDeadError", "EngineGenerateError")
+_CONSEQUENCE_SITES = ("engine-start",)
+
+
+def _signature_lines(facts: Mapping[str, Any]) -> dict[str, set[int]]:
+    """Lines per file that a (non-context) log signature already reports."""
+    out: dict[str, set[int]] = {}
+    for lf in facts.get("logs.files") or []:
+        for hit in getattr(lf, "signatures", {}).values():
+            if hit.signature.category == "healthy":
+                continue
+            out.setdefault(lf.display, set()).update(hit.lines)
+            if hit.last_line:
+                out[lf.display].add(hit.last_line)
+    return out
+
+
+def _explained(lines: set[int], start: int, end: int) -> bool:
+    return any(start - 2 <= n <= end + 3 for n in lines)
+
+
+def _spec_on(facts: Mapping[str, Any]) -> bool:
+    ev = facts.get("spec.evidence")
+    return bool(ev and ev.get("on"))
+
+
+@check("logs.crash", categories=["engine-bug", "config-unsupported-combo", "oom", "cuda-graph", "env-version",
+                                 "vocab-mismatch", "config-deprecated"],
+       needs=["logs.events"], wants=["logs.files", "spec.evidence"],
+       findings={"logs.crash.traceback": "vLLM raised an exception (classified by where it was raised)"},
+       sources=["https://github.com/vllm-project/vllm/tree/v0.10.2/vllm/v1/spec_decode"])
+def crash(facts: Mapping[str, Any]) -> list[Finding]:
+    """Every traceback in the logs becomes a finding unless a log signature already explains it or it follows a
+    requested shutdown. Its category comes from the raising module and exception (data/crash_sites.toml); a
+    traceback raised from speculation code is an engine bug even when no one wrote a pattern for its message."""
+    explained = _signature_lines(facts)
+    spec_on = _spec_on(facts)
+    found: dict[tuple, dict[str, Any]] = {}
+    for f in facts["logs.events"]:
+        shutdown = f.get("shutdown_line")
+        for tb in f["tracebacks"]:
+            if shutdown is not None and tb["line"] > shutdown:
+                continue
+            if _explained(explained.get(f["file"], set()), tb["line"], tb["end_line"]):
+                continue
+            row = classify(tb["exc_type"], tb["exc_msg"], tb["site"], tb["modules"], spec_on)
+            if row is not None and row.category == "healthy":
+                continue
+            key = (tb["exc_type"], tb["site"], tb["func"])
+            entry = found.setdefault(key, {"tb": tb, "row": row, "count": 0, "sources": []})
+            entry["count"] += 1
+            entry["sources"].append(tb["source"])
+    roots = {k: v for k, v in found.items()
+             if not ((k[0] or "").rsplit(".", 1)[-1] in _CONSEQUENCES
+                     or (v["row"] is not None and v["row"].id in _CONSEQUENCE_SITES))}
+    chosen = roots or found
+    out = []
+    for entry in chosen.values():
+        tb, row = entry["tb"], entry["row"]
+        exc = (tb["exc_type"] or "an exception").rsplit(".", 1)[-1]
+        msg = (tb["exc_msg"] or "").strip()
+        where = f"{tb['site']} in {tb['func']}" if tb["site"] else "a frame outside vLLM"
+        category = Category(row.category) if row is not None else Category.ENGINE_BUG
+        title = (row.title if row is not None else "vLLM crashed") + f": {exc}" + (f": {msg[:120]}" if msg else "")
+        ev = [Evidence(tb["source"], f"{exc}{': ' + msg[:300] if msg else ''} (raised in {where})")]
+        if tb["frames"]:
+            ev.append(Evidence(tb["source"], "vLLM frames: " + " <- ".join(reversed(tb["frames"]))))
+        if entry["count"] > 1:
+            ev.append(Evidence(", ".join(entry["sources"][1:4]), f"the same traceback {entry['count']} times"))
+        tpl = tb.get("template")
+        if tpl and tpl.get("source"):
+            ev.append(Evidence(tpl["source"], f"vLLM's message (in releases {tpl.get('first_version')}-"
+                                              f"{tpl.get('last_version')}): {tpl['template'][:200]}"))
+        fix_text = (tpl["fix"] if tpl and tpl.get("fix") and tpl.get("category") == category.value else
+                    row.fix if row is not None else
+                    "Read the exception and the innermost vLLM frame; upgrade to the newest release or report it.")
+        conf = row.confidence if row is not None else 0.4
+        if not tb["exc_type"]:
+            conf = min(conf, 0.5)  # the traceback was cut off before its exception
+        out.append(Finding("logs.crash.traceback", category, Severity.ERROR, conf, title, tuple(ev),
+                           Fix(fix_text, tuple(row.commands) if row is not None else ()),
+                           impact="The server or a request crashed.", impact_score=0.9,
+                           data={"exception": tb["exc_type"], "message": msg[:500], "site": tb["site"],
+                                 "function": tb["func"], "rule": row.id if row is not None else None,
+                                 "speculation_on": spec_on}))
+    return out
+
+
+@check("logs.messages", categories=["engine-bug", "spec-overhead", "config-unsupported-combo", "config-deprecated",
+                                    "cuda-graph", "oom", "kv-pressure", "env-version", "env-platform",
+                                    "quantization", "scheduler-config", "vocab-mismatch"],
+       needs=["logs.events"], wants=["logs.files", "spec.evidence"],
+       findings={"logs.messages.known": "a vLLM warning/error message from the catalogue, with its meaning",
+                 "logs.messages.errors": "vLLM logged error lines nothing else explains"},
+       sources=["https://github.com/vllm-project/vllm"])
+def messages(facts: Mapping[str, Any]) -> list[Finding]:
+    """vLLM's ERROR lines, and WARNING lines about speculation, identified by the message catalogue: one finding
+    per message template. ERROR lines that nothing identifies (no catalogue template, no signature, not part of a
+    traceback) are reported together, so a log with errors is never called healthy."""
+    explained = _signature_lines(facts)
+    spec_on = _spec_on(facts)
+    by_template: dict[str, dict[str, Any]] = {}
+    unknown: list[dict[str, Any]] = []
+    for f in facts["logs.events"]:
+        shutdown = f.get("shutdown_line")
+        tb_ranges = [(t["line"], t["end_line"]) for t in f["tracebacks"]]
+        lines = explained.get(f["file"], set())
+        for e in f["events"]:
+            n = e["line"]
+            if shutdown is not None and n > shutdown:
+                continue
+            if n in lines or any(a - 3 <= n <= b + 3 for a, b in tb_ranges):
+                continue
+            tpl = e["template"]
+            if tpl and tpl["category"] not in ("none", "healthy"):
+                if e["level"] == "WARNING" and not (tpl["spec_related"] and spec_on):
+                    continue  # a warning unrelated to speculation: not this tool's business
+                entry = by_template.setdefault(tpl["template"], {"tpl": tpl, "events": []})
+                entry["events"].append(e)
+            elif e["level"] in ("ERROR", "CRITICAL") and not tpl:
+                unknown.append(e)
+    out = []
+    for entry in by_template.values():
+        tpl, evs = entry["tpl"], entry["events"]
+        worst = "ERROR" if any(e["level"] in ("ERROR", "CRITICAL") for e in evs) else "WARNING"
+        sev = Severity.WARNING if worst == "ERROR" or tpl["category"] == "spec-overhead" else Severity.INFO
+        count = sum(e["count"] for e in evs)
+        ev = [Evidence(e["source"], e["text"][:300]) for e in evs[:3]]
+        ev.append(Evidence(tpl["source"] or "vLLM source",
+                           f"vLLM {tpl['kind'] or 'message'} in releases {tpl['first_version']}-{tpl['last_version']}"))
+        out.append(Finding("logs.messages.known", Category(tpl["category"]), sev, 0.6 if worst == "ERROR" else 0.5,
+                           f"vLLM says: {evs[0]['text'][:140]}" + (f" ({count}x)" if count > 1 else ""), tuple(ev),
+                           Fix(tpl["fix"]) if tpl["fix"] else None, impact_score=0.5,
+                           data={"template": tpl["template"], "count": count}))
+    if unknown:
+        count = sum(e["count"] for e in unknown)
+        out.append(Finding("logs.messages.errors", Category.ENGINE_BUG, Severity.WARNING, 0.35,
+                           f"vLLM logged {count} error line(s) that nothing here explains",
+                           tuple(Evidence(e["source"], e["text"][:300]) for e in unknown[:4]),
+                           Fix("Read these lines (and any traceback near them) before trusting the run's numbers; "
+                               "they may be the real problem."),
+                           impact="Errors the diagnosis could not place.", impact_score=0.4,
+                           data={"count": count, "speculation_on": spec_on}))
+    return out

@@ -1,0 +1,160 @@
+"""`spec-doctor check` (diagnose a setup), `checks` (list the checks) and `explain ID`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from spec_doctor.cli.io import busy, check_file, command_from, write_output
+from spec_doctor.cli.options import (
+    AllowDownloadOpt,
+    CmdFileOpt,
+    CmdOpt,
+    ConfigOpt,
+    DraftOpt,
+    FailOnOpt,
+    FormatOpt,
+    LogOpt,
+    MetricsUrlOpt,
+    OnlyOpt,
+    OutputOpt,
+    PromptsOpt,
+    ServerOpt,
+    SkipOpt,
+    TargetOpt,
+    TemperatureOpt,
+    TimeoutOpt,
+    VllmVersionOpt,
+)
+from spec_doctor.engine.facts import InputError
+from spec_doctor.engine.ranking import FAIL_ON_CHOICES, exit_code
+from spec_doctor.report.build import gate, report_dict
+
+
+def check_cmd(
+    log: LogOpt = [],
+    cmd: CmdOpt = None,
+    cmd_file: CmdFileOpt = None,
+    config: ConfigOpt = None,
+    target: TargetOpt = None,
+    draft: DraftOpt = None,
+    vllm_version: VllmVersionOpt = None,
+    metrics_url: MetricsUrlOpt = [],
+    metrics_file: Annotated[list[str], typer.Option(
+        "--metrics-file", help="A saved /metrics scrape (repeatable; two files = before/after).")] = [],
+    metrics_interval: Annotated[float, typer.Option(
+        "--metrics-interval", help="Seconds between the two scrapes of --metrics-url.")] = 5.0,
+    temperature: TemperatureOpt = None,
+    probe: Annotated[str | None, typer.Option("--probe", help="Run the acceptance probe: offline|live.")] = None,
+    server: ServerOpt = None,
+    prompts: PromptsOpt = None,
+    watch_vram: Annotated[float | None, typer.Option(
+        "--watch-vram", help="Sample VRAM via NVML for S seconds.")] = None,
+    allow_download: AllowDownloadOpt = False,
+    only: OnlyOpt = [],
+    skip: SkipOpt = [],
+    fmt: FormatOpt = "console",
+    output: OutputOpt = None,
+    fail_on: FailOnOpt = "error",
+    no_redact: Annotated[bool, typer.Option("--no-redact", help="Do not redact secrets in the report.")] = False,
+    bundle: Annotated[str | None, typer.Option("--bundle", help="Also write a support bundle (zip) here.")] = None,
+    baseline: Annotated[str | None, typer.Option(
+        "--baseline", help="Earlier JSON report: only findings not in it count.")] = None,
+    ignore_file: Annotated[str | None, typer.Option(
+        "--ignore-file", help="Ignore file (default: ./.spec-doctor.toml if present).")] = None,
+    timeout: TimeoutOpt = 30.0,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show all evidence lines.")] = False,
+) -> None:
+    """Diagnose a setup. With no arguments, diagnoses this machine."""
+    from spec_doctor.engine.inputs import Inputs
+    from spec_doctor.engine.session import diagnose
+    from spec_doctor.report import formats as reports
+
+    if fail_on not in FAIL_ON_CHOICES:
+        raise InputError(f"--fail-on must be one of {', '.join(FAIL_ON_CHOICES)}, not '{fail_on}'")
+    if fmt not in reports.available():
+        raise InputError(f"--format must be one of {', '.join(reports.available())}, not '{fmt}'")
+    if probe not in (None, "offline", "live"):
+        raise InputError(f"--probe must be 'offline' or 'live', not '{probe}'")
+    if timeout <= 0:
+        raise InputError("--timeout must be positive")
+    if watch_vram is not None and watch_vram <= 0:
+        raise InputError("--watch-vram must be a positive number of seconds")
+    if log.count("-") > 1:
+        raise InputError("--log - (stdin) can be given only once")
+    for path in log:
+        check_file(path, "log file")
+    for path in metrics_file:
+        check_file(path, "metrics file")
+    if config:
+        check_file(config, "config file")
+    cmd = command_from(cmd, cmd_file)
+    if prompts:
+        check_file(prompts, "prompt file")
+    inputs = Inputs(logs=list(log), cmd=cmd, config=config, target=target, draft=draft,
+                    vllm_version=vllm_version, metrics_urls=list(metrics_url),
+                    metrics_baseline=list(metrics_file), metrics_interval_s=metrics_interval,
+                    temperature=temperature, probe=probe, server=server, prompts=prompts,
+                    watch_vram_s=watch_vram, allow_download=allow_download, timeout_s=timeout)
+    from spec_doctor.report.gating import DEFAULT_IGNORE_FILE, baseline_keys, load_ignore_file
+
+    if ignore_file is None and Path(DEFAULT_IGNORE_FILE).is_file():
+        ignore_file = DEFAULT_IGNORE_FILE
+    ignores = load_ignore_file(ignore_file) if ignore_file else []
+    base = baseline_keys(baseline) if baseline else None
+    with busy(inputs):
+        diag = diagnose(inputs, only=only, skip=skip)
+    if diag.input_errors:
+        raise InputError(diag.input_errors[0])
+    gate(diag, ignores, base)
+    report = report_dict(diag, redact_secrets=not no_redact)
+    render = reports.renderer(fmt)
+    color = fmt == "console" and output is None and sys.stdout.isatty()
+    write_output(render(report, color=color, verbose=verbose), output)
+    if bundle:
+        from spec_doctor.report.bundle import write_bundle
+
+        write_bundle(bundle, report, markdown=reports.renderer("markdown")(report), store=diag.store,
+                     inputs=inputs, argv=["spec-doctor", *sys.argv[1:]], redact_personal=not no_redact)
+        print(f"spec-doctor: support bundle written to {bundle}", file=sys.stderr)
+    raise typer.Exit(exit_code(diag.findings, fail_on, assessed=diag.assessed))
+
+
+def checks_cmd(fmt: FormatOpt = "console") -> None:
+    """List the checks: id, categories, facts they need, vLLM versions they apply to."""
+    import json
+
+    from spec_doctor.engine.registry import discover
+
+    catalog = discover()
+    rows = [c.describe() for c in catalog.checks]
+    if fmt == "json":
+        print(json.dumps({"checks": rows, "errors": catalog.load_errors}, indent=2))
+    elif fmt == "console":
+        from rich.console import Console
+
+        from spec_doctor.report.views.checks import checks_table
+
+        Console(width=160).print(checks_table(rows))
+        for e in catalog.load_errors:
+            print(f"spec-doctor: warning: {e}", file=sys.stderr)
+    else:
+        raise InputError(f"--format must be console or json, not '{fmt}'")
+    raise typer.Exit(0)
+
+
+def explain_cmd(ident: Annotated[str, typer.Argument(metavar="ID", help="A check id or finding id.")]) -> None:
+    """Explain a check or finding id: what it means, its evidence and fixes, its sources."""
+    from spec_doctor.engine.registry import discover
+    from spec_doctor.report.views.checks import explain_text
+
+    catalog = discover()
+    hit = catalog.explain(ident)
+    if hit is None:
+        raise InputError(f"unknown check or finding id '{ident}' (see `spec-doctor checks`)")
+    c, meaning = hit
+    print(explain_text(ident, c, meaning), end="")
+    raise typer.Exit(0)

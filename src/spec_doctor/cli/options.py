@@ -1,0 +1,55 @@
+"""Options shared by several commands, declared once.
+
+Each alias carries the flag, its short form and its help; the default stays in the command's signature
+(``cmd: CmdOpt = None``), so one alias serves commands whose defaults differ (``--temperature``: none for
+check and probe, 0.0 for tune).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+# -- the setup: the command line, its config, the models, the vLLM release -------------------------
+CmdOpt = Annotated[str | None, typer.Option("--cmd", help="The `vllm serve ...` command line.")]
+CmdFileOpt = Annotated[str | None, typer.Option("--cmd-file", help="Read the command line from this file.")]
+ConfigOpt = Annotated[str | None, typer.Option("--config", help="vLLM YAML config file (merged under --cmd).")]
+TargetOpt = Annotated[str | None, typer.Option("--target", help="Target model (directory or hub id).")]
+DraftOpt = Annotated[str | None, typer.Option("--draft", help="Draft model (directory or hub id).")]
+VllmVersionOpt = Annotated[str | None, typer.Option(
+    "--vllm-version", help="vLLM version the setup runs (fix: the release to spell it for, default the newest "
+                           "known; tune: default read from the installed package).")]
+VllmPythonOpt = Annotated[str | None, typer.Option("--vllm-python", help="Python interpreter of the vLLM to run.")]
+AllowDownloadOpt = Annotated[bool, typer.Option("--allow-download", help="Allow downloading models from the hub.")]
+
+# -- what to read: logs, /metrics, a server ---------------------------------------------------------
+LogOpt = Annotated[list[str], typer.Option(
+    "--log", help="vLLM log file (repeatable: one per server; '-' for stdin; .gz works).")]
+MetricsUrlOpt = Annotated[list[str], typer.Option(
+    "--metrics-url", help="Prometheus /metrics URL (repeatable: one per server).")]
+ServerOpt = Annotated[str | None, typer.Option("--server", help="Running vLLM server URL (live probe).")]
+
+# -- the traffic -----------------------------------------------------------------------------------
+TemperatureOpt = Annotated[float | None, typer.Option("--temperature", help="Sampling temperature of the traffic.")]
+PromptsOpt = Annotated[str | None, typer.Option(
+    "--prompts", help="Prompt file (JSONL or text); probe and tune also take a bundled set: chat|code|summarization.")]
+MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", help="New tokens per prompt (tune: per request, ignore_eos).")]
+NoEarlyStopOpt = Annotated[bool, typer.Option(
+    "--no-early-stop", help="No early stop: run every prompt (probe: no stop at +/-0.05) or variant (tune) to the end.")]
+
+# -- which checks, how long -------------------------------------------------------------------------
+OnlyOpt = Annotated[list[str], typer.Option("--only", help="Run only this check id or id prefix (repeatable).")]
+SkipOpt = Annotated[list[str], typer.Option("--skip", help="Skip this check id or id prefix (repeatable).")]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Per-check timeout in seconds.")]
+IntervalOpt = Annotated[float, typer.Option(
+    "--interval", help="Seconds between refreshes (watch-vram: between samples, 0.01 or more).")]
+
+# -- the output -------------------------------------------------------------------------------------
+FormatOpt = Annotated[str, typer.Option(
+    "--format", "-f", help="console|json; check also markdown|junit|github|html (tune json: the summary report).")]
+OutputOpt = Annotated[str | None, typer.Option(
+    "--output", "-o", help="Write the report to this file (watch: the final JSON report; watch-vram: the JSON "
+                           "result).")]
+FailOnOpt = Annotated[str, typer.Option(
+    "--fail-on", help="error|warning|info|never: exit 1 at or above (watch: over every finding seen).")]

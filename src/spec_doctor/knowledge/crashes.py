@@ -1,0 +1,59 @@
+"""What a traceback means, from where in vLLM it was raised (data/crash_sites.toml)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from spec_doctor.knowledge.data import load
+
+
+@dataclass(frozen=True)
+class CrashSite:
+    id: str
+    category: str
+    title: str
+    fix: str
+    commands: tuple[str, ...]
+    source: str
+    confidence: float
+    spec: bool | None
+    exception: re.Pattern[str] | None
+    message: re.Pattern[str] | None
+    site: re.Pattern[str] | None
+    any_frame: re.Pattern[str] | None
+
+
+@lru_cache(maxsize=1)
+def crash_sites() -> tuple[CrashSite, ...]:
+    def rx(row: dict[str, Any], key: str) -> re.Pattern[str] | None:
+        return re.compile(row[key]) if row.get(key) else None
+
+    return tuple(CrashSite(r["id"], r["category"], r["title"], r["fix"], tuple(r.get("commands", ())), r["source"],
+                           float(r.get("confidence", 0.75)), r.get("spec"), rx(r, "exception"), rx(r, "message"),
+                           rx(r, "site"), rx(r, "any_frame"))
+                 for r in load("crash_sites.toml")["site"])
+
+
+def classify(exc_type: str | None, message: str | None, site_module: str | None, modules: list[str],
+             spec_on: bool) -> CrashSite | None:
+    """The first crash-site row that matches this traceback (None: nothing in vLLM's frames says anything)."""
+    short = (exc_type or "").rsplit(".", 1)[-1]
+    msg = message or ""
+    for row in crash_sites():
+        if row.spec is True and not spec_on:
+            continue
+        if row.exception and not row.exception.search(short):
+            continue
+        if row.message and not row.message.search(msg):
+            continue
+        if row.site and not (site_module and row.site.search(site_module)):
+            continue
+        if row.any_frame and not any(row.any_frame.search(m) for m in modules):
+            continue
+        if not (row.exception or row.message or row.site or row.any_frame):
+            continue
+        return row
+    return None
