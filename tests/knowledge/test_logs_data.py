@@ -4,15 +4,14 @@ check's declared finding ids in step with the table."""
 from __future__ import annotations
 
 import re
-import tomllib
 from importlib.resources import files
 
 import pytest
 from packaging.specifiers import SpecifierSet
 
 import spec_doctor.checks.logs as C
-from spec_doctor.knowledge.data import load
 from spec_doctor.engine.model import Category
+from spec_doctor.knowledge.data import load
 from spec_doctor.parsers.logparse import load_signatures, parse_text
 
 DATA = load("log_signatures.toml")
