@@ -13,7 +13,6 @@ from typing import Any
 
 from spec_doctor.engine.facts import FactStore, FactUnavailable, InputError, provides
 from spec_doctor.parsers.nvml import (
-    GIB,
     MIB,
     NvmlCallError,
     NvmlUnavailable,
@@ -266,10 +265,6 @@ def summarize(rec: VramRecording) -> dict[str, Any]:
     return {"source": rec.source, "interval_s": rec.interval_s, "requested_duration_s": rec.duration_s,
             "observed_s": duration, "samples": len(rec.samples), "pid": rec.pid, "partial": rec.partial,
             "errors": list(rec.errors), "gpus": gpus}
-
-
-def fmt_gib(n: int | float | None) -> str:
-    return "n/a" if n is None else f"{n / GIB:.2f} GiB"
 
 
 @provides("vram.samples")

@@ -8,7 +8,7 @@ from spec_doctor.parsers.nvml import GIB
 
 
 def fmt_gib(n: int | float | None) -> str:
-    """Bytes as GiB with two decimals ("n/a" for None): the same as measure.vram.fmt_gib."""
+    """Bytes as GiB with two decimals ("n/a" for None)."""
     return "n/a" if n is None else f"{n / GIB:.2f} GiB"
 
 
