@@ -54,6 +54,8 @@ def check_cmd(
     watch_vram: Annotated[float | None, typer.Option(
         "--watch-vram", help="Sample VRAM via NVML for S seconds.")] = None,
     allow_download: AllowDownloadOpt = False,
+    gpu: Annotated[str | None, typer.Option(
+        "--gpu", help="GPU model for the speedup estimate when NVML cannot tell (e.g. H100, 'A100 80GB').")] = None,
     only: OnlyOpt = [],
     skip: SkipOpt = [],
     fmt: FormatOpt = "console",
@@ -98,7 +100,7 @@ def check_cmd(
                     vllm_version=vllm_version, metrics_urls=list(metrics_url),
                     metrics_baseline=list(metrics_file), metrics_interval_s=metrics_interval,
                     temperature=temperature, probe=probe, server=server, prompts=prompts,
-                    watch_vram_s=watch_vram, allow_download=allow_download, timeout_s=timeout)
+                    watch_vram_s=watch_vram, allow_download=allow_download, timeout_s=timeout, gpu=gpu)
     from spec_doctor.report.gating import DEFAULT_IGNORE_FILE, baseline_keys, load_ignore_file
 
     if ignore_file is None and Path(DEFAULT_IGNORE_FILE).is_file():
