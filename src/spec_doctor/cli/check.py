@@ -109,6 +109,8 @@ def check_cmd(
         diag = diagnose(inputs, only=only, skip=skip)
     if diag.input_errors:
         raise InputError(diag.input_errors[0])
+    if diag.unassessable:
+        raise InputError(diag.unassessable)
     gate(diag, ignores, base)
     report = report_dict(diag, redact_secrets=not no_redact)
     render = reports.renderer(fmt)

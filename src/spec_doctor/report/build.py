@@ -23,8 +23,22 @@ def gate(diag: Diagnosis, ignores: Any = (), baseline: Any = None) -> None:
     result = apply_gates(diag.findings, ignores=list(ignores), baseline=baseline)
     diag.findings = result.kept
     diag.suppressed = result.suppressed
-    diag.notes = result.notes
-    diag.verdict = verdict(diag.findings, diag.results)
+    diag.notes = diag.input_notes() + result.notes
+    diag.verdict = verdict(diag.findings, diag.results, speculation_assessed=diag.speculation_assessed)
+
+
+NOT_ASSESSED = ("speculation not assessed: give a vLLM log (--log), its /metrics (--metrics-url) or a running "
+                "server (--server)")
+
+
+def assessment(diag: Diagnosis) -> dict[str, Any]:
+    """What the verdict rests on: each input and what it yielded, and one line when speculation was not
+    assessed."""
+    out: dict[str, Any] = {"speculation_assessed": diag.speculation_assessed, "inputs": diag.input_status}
+    if not diag.speculation_assessed:
+        env_ok = any(f.category.value == "healthy" and f.check_id.startswith("env.") for f in diag.findings)
+        out["message"] = ("environment OK; " if env_ok else "") + NOT_ASSESSED
+    return out
 
 
 def report_dict(diag: Diagnosis, *, redact_secrets: bool = True) -> dict[str, Any]:
@@ -47,6 +61,7 @@ def report_dict(diag: Diagnosis, *, redact_secrets: bool = True) -> dict[str, An
         "checks": [r.to_dict() for r in sorted(diag.results, key=lambda r: r.check_id)],
         "facts": diag.store.collected(),
         "errors": diag.load_errors + diag.input_errors,
+        "assessment": assessment(diag),
     }
     if diag.suppressed:
         report["suppressed"] = diag.suppressed
