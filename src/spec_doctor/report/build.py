@@ -10,18 +10,23 @@ from typing import Any
 from spec_doctor import __version__
 from spec_doctor.engine.facts import FactStore
 from spec_doctor.engine.inputs import Inputs
-from spec_doctor.engine.ranking import verdict
+from spec_doctor.engine.ranking import rank, verdict
 from spec_doctor.engine.session import Diagnosis
+from spec_doctor.report.fixes import keep_user_settings
 from spec_doctor.report.gating import apply_gates
+from spec_doctor.report.merge import merge_findings
 from spec_doctor.report.redact import redact
 
 SCHEMA_VERSION = "1.0"
 
 
 def gate(diag: Diagnosis, ignores: Any = (), baseline: Any = None) -> None:
-    """Apply the ignore file and baseline; verdict and exit code then use what is left."""
+    """Apply the ignore file and baseline, then merge what is left by root cause (report/merge.py); verdict
+    and exit code use the result."""
     result = apply_gates(diag.findings, ignores=list(ignores), baseline=baseline)
-    diag.findings = result.kept
+    dep = diag.store.maybe("config.deployment")
+    spec_raw = getattr(getattr(dep, "speculative", None), "raw", None) or None
+    diag.findings = rank(keep_user_settings(merge_findings(result.kept), diag.inputs.cmd, spec_raw))
     diag.suppressed = result.suppressed
     diag.notes = diag.input_notes() + result.notes
     diag.verdict = verdict(diag.findings, diag.results, speculation_assessed=diag.speculation_assessed)

@@ -97,7 +97,8 @@ def render(report: dict[str, Any], *, color: bool = False, width: int | None = N
         _para(con, f"[{style}]{escape(head)}[/]", head, f["title"], 3, width, "bold")
         seen_in = f.get("data", {}).get("seen_in")
         also = f" · seen in {', '.join(seen_in)}" if seen_in and len(seen_in) > 1 else ""
-        con.print(f"   [dim]{f['id']} · {f['category']} · confidence {f['confidence']:.2f}{escape(also)}[/]")
+        _para(con, "   ", "   ", f"{f['id']} · {f['category']} · confidence {f['confidence']:.2f}{also}", 3, width,
+              "dim")
         if f.get("impact"):
             _para(con, "   impact: ", "   impact: ", f["impact"], 5, width)
         shown = f["evidence"] if verbose else f["evidence"][:EVIDENCE_SHOWN]
