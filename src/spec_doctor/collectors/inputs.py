@@ -2,7 +2,7 @@
 
 One row per input (``--log`` file, ``--metrics-url`` / ``--metrics-file``, ``--cmd`` / ``--config``,
 ``--target`` / ``--draft``, ``--server``, the probe): ``{"input", "kind", "ok", "speculation", "reason"}``.
-``ok`` says the input could be read and is what it claims to be; ``speculation`` says it carries evidence
+``ok`` says the input could be read and is what it claims to be (None: no check of this run needed it); ``speculation`` says it carries evidence
 about speculative decoding (a vLLM log, a vLLM /metrics page, a deployment config, a model pair, a probe).
 The verdict is ``unknown`` when no row has ``speculation``; ``check`` exits 2 when inputs were given and none
 is ``ok``; a failed input among working ones becomes a note of the report.
@@ -35,7 +35,7 @@ def _log_rows(store: FactStore) -> list[dict[str, Any]]:
     rows = []
     got, files, reason = _fact(store, "logs.files")
     if not got:
-        return [{"input": f"--log {p}", "kind": "log", "ok": False, "speculation": False,
+        return [{"input": f"--log {p}", "kind": "log", "ok": None, "speculation": False,
                  "reason": "not read (no check that reads logs ran)"} for p in store.inputs.logs]
     if files is None:
         return [{"input": f"--log {p}", "kind": "log", "ok": False, "speculation": False, "reason": reason}
@@ -59,9 +59,11 @@ def _metrics_rows(store: FactStore) -> list[dict[str, Any]]:
     if not given:
         return []
     got, pairs, reason = _fact(store, "metrics.scrapes")
-    if not got or pairs is None:
-        return [{"input": g, "kind": "metrics", "ok": False, "speculation": False,
-                 "reason": reason or "not read (no check that reads /metrics ran)"} for g in given]
+    if not got:
+        return [{"input": g, "kind": "metrics", "ok": None, "speculation": False,
+                 "reason": "not read (no check that reads /metrics ran)"} for g in given]
+    if pairs is None:
+        return [{"input": g, "kind": "metrics", "ok": False, "speculation": False, "reason": reason} for g in given]
     rows = []
     for p in pairs:
         label = (f"--metrics-url {p.endpoint}" if p.endpoint in inputs.metrics_urls
@@ -79,7 +81,7 @@ def _metrics_rows(store: FactStore) -> list[dict[str, Any]]:
 def _simple_row(store: FactStore, label: str, kind: str, fact: str) -> dict[str, Any]:
     got, value, reason = _fact(store, fact)
     if not got:
-        return {"input": label, "kind": kind, "ok": False, "speculation": False,
+        return {"input": label, "kind": kind, "ok": None, "speculation": False,
                 "reason": f"not used (no check that needs {fact} ran)"}
     return {"input": label, "kind": kind, "ok": value is not None, "speculation": value is not None,
             "reason": reason}

@@ -38,14 +38,15 @@ class Diagnosis:
 
     @property
     def failed_inputs(self) -> list[dict[str, Any]]:
-        return [row for row in self.input_status if not row["ok"]]
+        return [row for row in self.input_status if row["ok"] is False]
 
     @property
     def unassessable(self) -> str | None:
         """One line when the user gave inputs and not one of them could be used (exit 2), else None."""
-        if not self.input_status or any(row["ok"] for row in self.input_status):
+        consulted = [row for row in self.input_status if row["ok"] is not None]
+        if not consulted or any(row["ok"] for row in consulted):
             return None
-        return "could not assess anything: " + "; ".join(_input_line(row) for row in self.input_status)
+        return "could not assess anything: " + "; ".join(_input_line(row) for row in consulted)
 
     @property
     def speculation_assessed(self) -> bool:
@@ -107,7 +108,7 @@ def diagnose(inputs: Inputs, *, only: Iterable[str] = (), skip: Iterable[str] = 
         version = None
     outcome = run_checks(chosen, store, version=version, timeout_s=inputs.timeout_s)
     status = store.maybe("inputs.status") or []
-    failed = {row["input"].split(" ", 1)[-1] for row in status if not row["ok"]}
+    failed = {row["input"].split(" ", 1)[-1] for row in status if row["ok"] is False}
     findings = rank(without_input_failures(outcome.findings, failed))
     diag = Diagnosis(inputs=inputs, findings=findings, results=outcome.results, verdict="unknown", store=store,
                      load_errors=load_errors, input_errors=outcome.input_errors,
