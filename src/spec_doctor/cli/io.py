@@ -26,18 +26,53 @@ def check_file(path: str, what: str) -> None:
 
 def busy(inputs: Any) -> contextlib.AbstractContextManager[Any]:
     """A spinner on stderr while diagnosing, when stderr is a terminal (scrapes wait --metrics-interval,
-    --watch-vram samples, the probe generates: seconds with nothing printed otherwise)."""
+    --watch-vram samples, the probe generates: seconds with nothing printed otherwise); elsewhere one progress
+    line."""
     if not sys.stderr.isatty():
+        progress_line(inputs)
         return contextlib.nullcontext()
     from rich.console import Console
 
+    return Console(stderr=True).status(f"spec-doctor: {_doing(inputs)}...", spinner="dots")
+
+
+def _doing(inputs: Any) -> str:
     what = "diagnosing"
     interval = getattr(inputs, "metrics_interval_s", 0)
-    if getattr(inputs, "metrics_urls", None) and not getattr(inputs, "metrics_baseline", None) and interval:
-        what += f" (scraping /metrics twice, {interval:g} s apart)"
+    urls = getattr(inputs, "metrics_urls", None) or []
+    if urls and not getattr(inputs, "metrics_baseline", None) and interval:
+        what += f" (scraping /metrics of {len(urls)} server(s) twice, {interval:g} s apart)"
     if getattr(inputs, "watch_vram_s", None):
         what += f" (watching VRAM for {inputs.watch_vram_s:g} s)"
-    return Console(stderr=True).status(f"spec-doctor: {what}...", spinner="dots")
+    return what
+
+
+def progress_line(inputs: Any) -> None:
+    """One line on stderr before a wait the user would otherwise sit through in silence (two /metrics scrapes
+    over --metrics-interval, VRAM sampling) when stderr is not a terminal (a terminal gets the spinner)."""
+    what = _doing(inputs)
+    if what != "diagnosing" and not sys.stderr.isatty():
+        print(f"spec-doctor: {what}...", file=sys.stderr, flush=True)
+
+
+def use_vllm_python(python: str | None) -> None:
+    """Point the environment collectors at another interpreter's vLLM (--vllm-python): its site-packages are read
+    as files (SPEC_DOCTOR_SITE_PACKAGES) and its vLLM parses --cmd (SPEC_DOCTOR_VLLM_PYTHON). Nothing is run to
+    find them: the site-packages of a venv or prefix sit at <prefix>/lib/pythonX.Y/site-packages."""
+    if not python:
+        return
+    exe = Path(python).expanduser()
+    if not exe.is_file() or not os.access(exe, os.X_OK):
+        raise InputError(f"--vllm-python '{python}' is not an executable Python interpreter")
+    prefix = exe.absolute().parent.parent
+    sites = sorted(str(d) for pattern in ("lib/python3*/site-packages", "lib/python3*/dist-packages",
+                                          "lib64/python3*/site-packages", "local/lib/python3*/dist-packages")
+                   for d in prefix.glob(pattern) if d.is_dir())
+    if not sites:
+        raise InputError(f"--vllm-python '{python}': no site-packages under {prefix}/lib (expected a venv, conda "
+                         "env or Python prefix)")
+    os.environ["SPEC_DOCTOR_SITE_PACKAGES"] = os.pathsep.join(sites)
+    os.environ["SPEC_DOCTOR_VLLM_PYTHON"] = str(exe.absolute())
 
 
 def command_from(cmd: str | None, cmd_file: str | None) -> str | None:
