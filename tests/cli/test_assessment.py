@@ -70,3 +70,34 @@ def test_an_error_is_never_healthy():
     report = json.loads(proc.stdout)
     assert any(f["severity"] == "error" for f in report["findings"])
     assert report["verdict"] == "broken"
+
+
+def _fake_prefix(root, version="0.10.1"):
+    """A Python prefix as a venv lays it out: bin/python and lib/python3.X/site-packages with a vLLM dist."""
+    site = root / "lib" / "python3.11" / "site-packages"
+    d = site / f"vllm-{version}.dist-info"
+    d.mkdir(parents=True)
+    (d / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n")
+    (d / "RECORD").write_text("vllm/__init__.py,,\n")
+    (site / "vllm").mkdir()
+    (site / "vllm" / "__init__.py").write_text("raise RuntimeError('spec-doctor must never import vllm')\n")
+    (root / "lib64").symlink_to("lib")  # venvs link lib64 to lib: one install, not two
+    exe = root / "bin" / "python"
+    exe.parent.mkdir()
+    exe.write_text("#!/bin/sh\nexit 1\n")
+    exe.chmod(0o755)
+    return exe
+
+
+def test_vllm_python_reads_that_environment(tmp_path):
+    exe = _fake_prefix(tmp_path)
+    proc = run_cli("check", "--only", "env", "--vllm-python", str(exe), "--format", "json")
+    assert proc.returncode in (0, 1), proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["environment"]["vllm"].startswith("vllm 0.10.1"), report["environment"]
+    assert not any(f["id"].startswith("env.install.conflict") for f in report["findings"])
+
+
+def test_vllm_python_that_is_no_interpreter_is_one_line(tmp_path):
+    proc = run_cli("check", "--vllm-python", str(tmp_path / "nope"))
+    assert proc.returncode == 2 and "--vllm-python" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

@@ -65,9 +65,10 @@ def use_vllm_python(python: str | None) -> None:
     if not exe.is_file() or not os.access(exe, os.X_OK):
         raise InputError(f"--vllm-python '{python}' is not an executable Python interpreter")
     prefix = exe.absolute().parent.parent
-    sites = sorted(str(d) for pattern in ("lib/python3*/site-packages", "lib/python3*/dist-packages",
-                                          "lib64/python3*/site-packages", "local/lib/python3*/dist-packages")
-                   for d in prefix.glob(pattern) if d.is_dir())
+    found = {d.resolve(): d for pattern in ("lib/python3*/site-packages", "lib/python3*/dist-packages",
+                                            "lib64/python3*/site-packages", "local/lib/python3*/dist-packages")
+             for d in sorted(prefix.glob(pattern)) if d.is_dir()}  # a venv's lib64 is a link to lib
+    sites = sorted(str(d) for d in found.values())
     if not sites:
         raise InputError(f"--vllm-python '{python}': no site-packages under {prefix}/lib (expected a venv, conda "
                          "env or Python prefix)")

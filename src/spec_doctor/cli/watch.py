@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from spec_doctor.cli.io import check_file, write_output
+from spec_doctor.cli.io import check_file, use_vllm_python, write_output
 from spec_doctor.cli.options import (
     CmdOpt,
     ConfigOpt,
@@ -25,6 +25,7 @@ from spec_doctor.cli.options import (
     OutputOpt,
     SkipOpt,
     TimeoutOpt,
+    VllmPythonOpt,
     VllmVersionOpt,
 )
 from spec_doctor.engine.facts import InputError
@@ -38,6 +39,7 @@ def watch_cmd(
     cmd: CmdOpt = None,
     config: ConfigOpt = None,
     vllm_version: VllmVersionOpt = None,
+    vllm_python: VllmPythonOpt = None,
     interval: IntervalOpt = 2.0,
     check_every: Annotated[float, typer.Option("--check-every", help="Seconds between runs of the checks.")] = 10.0,
     duration: Annotated[float | None, typer.Option("--duration", help="Stop after S seconds.")] = None,
@@ -84,6 +86,7 @@ def watch_cmd(
         check_file(config, "config file")
     if nvml_replay:
         check_file(nvml_replay, "NVML recording")
+    use_vllm_python(vllm_python)
     inputs = Inputs(logs=list(log), cmd=cmd, config=config, vllm_version=vllm_version,
                     metrics_urls=list(metrics_url), metrics_interval_s=0.0, timeout_s=timeout)
     nv, note = open_backend(nvml_replay, enabled=not no_nvml)

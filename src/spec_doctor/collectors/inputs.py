@@ -99,8 +99,8 @@ def inputs_status(store: FactStore) -> list[dict[str, Any]]:
         rows.append(_simple_row(store, label, "models", "models.target"))
     for url in inputs.servers:
         got, info, reason = _fact(store, "server.info")
-        one = (info or {}).get(url) if isinstance(info, dict) else None
-        ok = bool(one) and not one.get("error")
+        one = info.get(url) if isinstance(info, dict) else None
+        ok = bool(one) and not (one or {}).get("error")
         rows.append({"input": f"--server {url}", "kind": "server", "ok": ok, "speculation": ok,
                      "reason": None if ok else ((one or {}).get("error") or reason or "not contacted")})
     if inputs.probe:

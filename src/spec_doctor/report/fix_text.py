@@ -105,13 +105,14 @@ def fit_command(command: str, width: int) -> list[str]:
         return [command]
     if command.lstrip().startswith("#"):
         text = command.lstrip()[1:].strip()
-        lines, cur = [], "#"
+        comment: list[str] = []
+        cur = "#"
         for w in text.split():
             if len(cur) + 1 + len(w) > width and cur != "#":
-                lines.append(cur)
+                comment.append(cur)
                 cur = "#"
             cur += " " + w
-        return lines + [cur]
+        return comment + [cur]
     words = shell_words(command)
     # Keep a flag with its value, and a trailing comment on its own line.
     units: list[str] = []

@@ -89,25 +89,25 @@ def apply_flags(user_cmd: str, fix_cmd: str, category: str) -> str | None:
     if len(fix_prefix) >= 3 and len(user_prefix) >= 3 and user_prefix[:2] == ["vllm", "serve"]:
         prefix = user_prefix[:2] + fix_prefix[2:3] + user_prefix[3:]  # the fix names another target
     may = _may_change(category)
-    merged = [list(x) for x in user_flags]
+    merged: list[tuple[str, list[str]]] = list(user_flags)
     if any(name == "--speculative-config" for name, _ in fix_flags):
         # The speculative config replaces the removed V0 flags (--speculative-model, --num-speculative-tokens...).
         legacy = set(legacy_spec_flags())
         merged = [m for m in merged if m[0].lstrip("-").replace("-", "_") not in legacy]
     for name, values in fix_flags:
-        old = next((m for m in merged if m[0] == name), None)
-        if old is not None and name == "--speculative-config":
-            mine, theirs = _spec(old[1]), _spec(values)
+        at = next((i for i, m in enumerate(merged) if m[0] == name), None)
+        if at is not None and name == "--speculative-config":
+            mine, theirs = _spec(merged[at][1]), _spec(values)
             if mine is not None and theirs is not None:
                 combined = {**mine, **theirs}
                 k = "num_speculative_tokens"
                 if k in mine and k not in may:
                     combined[k] = mine[k]
                 values = [json.dumps(combined)]
-        if old is not None:
-            old[1] = values
+        if at is not None:
+            merged[at] = (name, values)
         else:
-            merged.append([name, values])
+            merged.append((name, values))
     words = [_quote(w) for w in prefix]
     for name, values in merged:
         if name:

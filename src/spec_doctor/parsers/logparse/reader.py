@@ -6,7 +6,7 @@ lines with a cheap prefilter over the whole chunk (a regex anchored on `]` plus 
 needles: both run in C), and hand only those lines to the Python parser. Lines longer than
 ``max_line`` are truncated; the rest of such a line is skipped without being held in memory.
 
-When the optional `hyperscan` package is installed (`pip install spec-doctor[fast]`), the prefilter and
+When the optional `hyperscan` package is installed (`pip install -e '.[fast]'` in the checkout), the prefilter and
 all needles are compiled into one multi-pattern database and each chunk is selected in one native pass
 instead of ~a dozen; the selected lines are exactly the same (tests/test_logs_fastpath.py checks both
 selectors against each other). ``SPEC_DOCTOR_LOG_ENGINE=python`` forces the pure-Python selector.

@@ -73,7 +73,8 @@ def _taxonomy() -> dict[str, tuple[str, str]]:
     for line in text("taxonomy.md").splitlines():
         m = re.match(r"^\| `([a-z-]+)` \| (.*?) \| (.*?) \|$", line)
         if m:
-            out[m.group(1)] = tuple(re.sub(r"`([^`]+)`", r"\1", plain(m.group(i))) for i in (2, 3))
+            meaning, evidence = (re.sub(r"`([^`]+)`", r"\1", plain(m.group(i))) for i in (2, 3))
+            out[m.group(1)] = (meaning, evidence)
     return out
 
 
