@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 from spec_doctor.engine.facts import Sourced
+from spec_doctor.engine.model import clip
 from spec_doctor.knowledge.data import threshold
 from spec_doctor.parsers.logparse import lines as L
 from spec_doctor.parsers.logparse.events import LEVELS as EVENT_LEVELS
@@ -510,7 +511,7 @@ class LogFile:
             if hit is None:
                 excerpt = msg.strip()
                 if sig.id.startswith("vocab-size-assert") and self._prev_text:
-                    excerpt = excerpt[:300]
+                    excerpt = clip(excerpt, 300)
                 hit = self.signatures[sig.id] = SignatureHit(sig, excerpt=_excerpt(excerpt, sig.pattern),
                                                             pid=rec.pid)
             hit.count += 1
@@ -534,11 +535,11 @@ def _search(rx: re.Pattern[str], msg: str) -> re.Match[str] | None:
 
 
 def _excerpt(text: str, rx: re.Pattern[str], width: int = 240) -> str:
+    """Up to ``width`` characters around the match, cut at word boundaries (marked with …)."""
     m = rx.search(text)
     if m is None or len(text) <= width:
-        return text[:width]
-    start = max(0, m.start() - 40)
-    return ("…" if start else "") + text[start:start + width]
+        return clip(text, width)
+    return clip(text, width, start=max(0, m.start() - 40))
 
 
 def build_prefilter() -> re.Pattern[bytes]:
