@@ -101,3 +101,55 @@ def metrics_impossible(facts: Mapping[str, Any]) -> list[Finding]:
                 ("curl -s http://127.0.0.1:8000/metrics > before.txt",)),
         impact="Acceptance, K and speedup figures derived from these values are meaningless.", impact_score=0.9,
         data={"problems": [e.detail for e in ev[:8]]})]
+
+
+def _k_problem(raw: Any) -> str | None:
+    """Why a num_speculative_tokens value as written cannot be used by vLLM (None when it can)."""
+    if isinstance(raw, bool):
+        return "a boolean"
+    if isinstance(raw, str):
+        try:
+            raw = float(raw.strip()) if raw.strip() else raw
+        except ValueError:
+            return "not a number"
+        if isinstance(raw, str):
+            return "empty"
+    if isinstance(raw, int):
+        value = float(raw) if abs(raw) < 2 ** 63 else math.inf
+    elif isinstance(raw, float):
+        value = raw
+    else:
+        return f"a {type(raw).__name__}"
+    if not math.isfinite(value):
+        return "not a finite number"
+    if value != int(value):
+        return "not a whole number"
+    if value < 1:
+        return "below 1"
+    if value > 2 ** 31:
+        return "far beyond any draft length"
+    return None
+
+
+@check("inputs.invalid-k", categories=["config-unsupported-combo"], needs=["config.deployment"],
+       findings={"inputs.invalid-k": "num_speculative_tokens is not a positive whole number: vLLM refuses it"},
+       sources=["https://github.com/vllm-project/vllm/blob/main/vllm/config/speculative.py"])
+def invalid_k(facts: Mapping[str, Any]) -> list[Finding]:
+    """num_speculative_tokens (K) as written must be a positive whole number: vLLM's SpeculativeConfig validates
+    it (``num_speculative_tokens must be > 0``, an int field) and refuses to start otherwise. NaN, a fraction,
+    a negative number, a string or 1e308 is a typo or a generated config gone wrong."""
+    spec = getattr(facts["config.deployment"], "speculative", None)
+    if spec is None or "num_speculative_tokens" not in (spec.raw or {}):
+        return []
+    raw = spec.raw["num_speculative_tokens"]
+    why = _k_problem(raw)
+    if why is None:
+        return []
+    shown = repr(raw) if not isinstance(raw, str) else f"'{raw}'"
+    return [Finding(
+        "inputs.invalid-k", Category.CONFIG_UNSUPPORTED_COMBO, Severity.ERROR, 0.95,
+        f"num_speculative_tokens is {shown[:40]}: {why}; vLLM will not start with it",
+        evidence=(Evidence(spec.source or "config", f"num_speculative_tokens: {shown[:80]}"),),
+        fix=Fix("Set num_speculative_tokens to a small positive whole number (3-5 is the usual start; "
+                "spec-doctor tune finds the best one)", ()),
+        impact="The server refuses the speculative config.", impact_score=0.9)]

@@ -107,7 +107,7 @@ def namespace_fragments(paths: list[str]) -> list[dict[str, Any]]:
     return found
 
 
-@provides("config.deployment")
+@provides("config.deployment", reads="the deployment config (--cmd / --cmd-file / --config)")
 def deployment(store: FactStore) -> DeploymentConfig:
     """The normalized deployment config (see module docstring)."""
     inputs = store.inputs

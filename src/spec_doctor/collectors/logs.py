@@ -29,7 +29,7 @@ def _display_names(paths: list[str]) -> dict[str, str]:
     return {p: ("<stdin>" if p == "-" else p) for p in paths}
 
 
-@provides("logs.files")
+@provides("logs.files", reads="--log")
 def log_files(store: FactStore) -> list:
     from spec_doctor.parsers.logparse import LogFile, LogReadError, parse_log
 

@@ -192,6 +192,13 @@ def _is_openmetrics(text: str) -> bool:
 
 def read_metrics_file(path: str) -> MetricsSnapshot:
     """A saved scrape (``curl -s http://host:8000/metrics > before.txt``)."""
+    from spec_doctor.engine.facts import InputError
+    from spec_doctor.engine.limits import require_regular
+
+    try:
+        require_regular(path, "metrics file")
+    except InputError as exc:
+        raise ScrapeError(str(exc)) from None
     try:
         with open(path, "rb") as fh:
             data = fh.read(MAX_SCRAPE_BYTES + 1)
@@ -221,17 +228,32 @@ def normalize_url(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
+def split_credentials(url: str) -> tuple[str, str | None]:
+    """``http://user:pass@host/x`` -> (``http://host/x``, a Basic Authorization header value); the URL
+    without credentials is the one every message and report shows."""
+    import base64
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, host = parts.netloc.rsplit("@", 1)
+    user, _, password = userinfo.partition(":")
+    token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode("ascii")
+    return urlunsplit(parts._replace(netloc=host)), f"Basic {token}"
+
+
 def scrape(url: str, timeout: float = 5.0, max_bytes: int = MAX_SCRAPE_BYTES) -> MetricsSnapshot:
     """Scrape one /metrics URL. Raises ScrapeError (one line) on any failure."""
     import socket
     import urllib.error
     import urllib.request
 
-    target = normalize_url(url)
-    req = urllib.request.Request(target, headers={
-        "Accept": "text/plain;version=0.0.4;q=1,*/*;q=0.1",
-        "User-Agent": "spec-doctor",
-    })
+    target, auth = split_credentials(normalize_url(url))
+    headers = {"Accept": "text/plain;version=0.0.4;q=1,*/*;q=0.1", "User-Agent": "spec-doctor"}
+    if auth:
+        headers["Authorization"] = auth
+    req = urllib.request.Request(target, headers=headers)
     # Never use a proxy from the environment for what is almost always a local server.
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     taken_at = time.time()

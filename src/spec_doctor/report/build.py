@@ -13,7 +13,7 @@ from spec_doctor.engine.inputs import Inputs
 from spec_doctor.engine.ranking import verdict
 from spec_doctor.engine.session import Diagnosis
 from spec_doctor.report.gating import apply_gates
-from spec_doctor.report.redact import redact
+from spec_doctor.report.redact import neutralise, redact
 
 SCHEMA_VERSION = "1.0"
 
@@ -55,7 +55,9 @@ def report_dict(diag: Diagnosis, *, redact_secrets: bool = True) -> dict[str, An
     extras = diag.store.maybe("report.sections")
     if isinstance(extras, dict) and extras:
         report["sections"] = extras
-    return redact(report) if redact_secrets else report
+    # Text from the user's inputs (log lines, label values) reaches terminals and HTML: control characters
+    # (terminal escape sequences) are shown as escapes in every format, whether or not secrets are redacted.
+    return neutralise(redact(report) if redact_secrets else report)
 
 
 def _environment_summary(store: FactStore) -> dict[str, Any]:
