@@ -17,6 +17,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
 from conftest import REPO, run_cli
 
 SCEN = REPO / "fixtures" / "vllm-cpu" / "scenarios"

@@ -113,7 +113,9 @@ def main(argv: list[str] | None = None) -> None:
         text = exc.format_message() if hasattr(exc, "format_message") else str(exc)
         _err(" ".join(text.split()) or "usage error")
         code = EXIT_CANNOT_ASSESS
-    except (KeyboardInterrupt, *aborts):
+    except aborts:
+        _interrupted()
+    except KeyboardInterrupt:
         _interrupted()
     except click_errors as exc:
         _err(" ".join(exc.format_message().split()))  # type: ignore[attr-defined]
