@@ -290,6 +290,7 @@ class LogFile:
     lines: int = 0
     gz: bool = False
     truncated_lines: int = 0
+    stopped: str | None = None  # reading stopped early (the --timeout deadline): how far it got
     binary: bool = False
     records: int = 0  # vLLM records recognized (any header)
     vllm_version: Sourced | None = None
@@ -559,8 +560,10 @@ NEEDLES = L.NEEDLES + (b"Traceback", b'File "', b"Exception", b"Serving Benchmar
 
 
 def parse_log(path: str, display: str | None = None, *, chunk_size: int | None = None,
-              max_line: int | None = None, reference: bool = False) -> LogFile:
-    """Parse one log file (path, '-' for stdin, .gz by magic) into a LogFile. Raises LogReadError."""
+              max_line: int | None = None, reference: bool = False, deadline: float | None = None,
+              progress: Callable[[int], None] | None = None) -> LogFile:
+    """Parse one log file (path, '-' for stdin, .gz by magic) into a LogFile. Raises LogReadError.
+    ``deadline``/``progress``: see reader.scan; a file cut at the deadline has ``.stopped`` set."""
     import os
 
     lf = LogFile(path=path, display=display or path)
@@ -574,13 +577,14 @@ def parse_log(path: str, display: str | None = None, *, chunk_size: int | None =
     stats = ReadStats(gz=gz)
     try:
         scan(stream, _prefilter(), NEEDLES, lf.feed_reference if reference else lf.feed, stats=stats,
-             context=CONTEXT, **kwargs)
+             context=CONTEXT, deadline=deadline, progress=progress, **kwargs)
     finally:
         if path != "-":
             stream.close()
     lf.ev.close()
     lf.lines = stats.lines
     lf.truncated_lines = stats.truncated_lines
+    lf.stopped = stats.stopped
     lf.size_bytes = os.path.getsize(path) if path != "-" and os.path.exists(path) else stats.bytes_read
     lf.binary = stats.nul_bytes > 16 and lf.records == 0
     return lf
