@@ -230,7 +230,7 @@ def log_spec_overhead(store: FactStore) -> list[dict[str, Any]]:
     disabled, a fallback model runner, a lowered token budget): the `spec-overhead` rows of
     knowledge/data/log_signatures.toml, then the message catalogue's `spec-overhead` templates."""
     hits = [{"source": f"{lf.display}:{h.lines[0]}", "text": h.excerpt[:300], "id": h.signature.id,
-             "meaning": h.signature.meaning, "signature_source": h.signature.source}
+             "title": h.signature.title, "meaning": h.signature.meaning, "signature_source": h.signature.source}
             for lf in usable(store.get("logs.files")) for h in lf.signatures.values()
             if h.signature.category == "spec-overhead"]
     seen = {h["text"] for h in hits}

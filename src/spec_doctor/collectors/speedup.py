@@ -193,6 +193,10 @@ def speedup_estimate(store: FactStore) -> dict[str, Any]:
     if obs["context_tokens"] is None:
         basis.append("context length unknown: KV reads left out of the plain step")
     basis += size["notes"]
+    dep = store.maybe("config.deployment")
+    if dep is not None and dep.get("enforce_eager"):
+        basis.append("--enforce-eager: the plain step is that of the same target with CUDA graphs (the roofline "
+                     "does not model per-kernel launch cost)")
     req = obs["request"]
     if req is not None:
         basis.append(f"per request: {1e3 * req.ttft_s:.0f} ms to first token, {req.decode_s:.2f} s decode, "
