@@ -407,12 +407,13 @@ def compute_budget(*, target: Any, draft: Any = None, dep: Any = None, spec_meth
         outside = gpu_total_bytes - budget
     else:
         missing.append("GPU memory (no NVML here and no total in the log)")
-    outside_needs = graphs
+    graphs_inside = any(bool(r["value"]) for r in version_rows("cuda_graphs_in_budget", version))
+    outside_needs = 0 if graphs_inside else graphs
     if dm and not draft_profiled and dm.weight_bytes_per_gpu:
         outside_needs += dm.weight_bytes_per_gpu
     if budget is not None and weights is not None:
         profiled_weights = weights - (dm.weight_bytes_per_gpu or 0 if dm and not draft_profiled else 0)
-        kv_mem = budget - profiled_weights - activation - non_torch
+        kv_mem = budget - profiled_weights - activation - non_torch - (graphs if graphs_inside else 0)
 
     per_token = None
     if t_kv is not None and (dm is None or dm.kv is not None or dm.weight_bytes == 0):
