@@ -51,7 +51,8 @@ def _observed_from_metrics(store: FactStore) -> dict[str, Any] | None:
             ctx = prompt + gen / 2 if prompt is not None and gen is not None else None
             ttft, dec = _mean(c, "vllm:time_to_first_token_seconds"), _mean(c, "vllm:request_decode_time_seconds")
             e2e = _mean(c, "vllm:e2e_request_latency_seconds")
-            req = RequestTimes(ttft, dec, e2e, gen) if None not in (ttft, dec, e2e, gen) else None
+            req = RequestTimes(ttft, dec, e2e, gen) \
+                if ttft is not None and dec is not None and e2e is not None and gen is not None else None
             obs = {"tokens_per_step": tau, "spec_step_s": itl, "steps": itl_n, "batch": max(1.0, itl_n / steps),
                    "context_tokens": ctx, "drafts": d.num_drafts, "request": req,
                    "preemptions": c.get("vllm:num_preemptions_total") or 0.0,
@@ -142,8 +143,9 @@ def _target_size(store: FactStore) -> dict[str, Any]:
                                 "cannot be read off the KV cache lines, KV reads left out")
         else:
             mem, tokens = startup["available_kv_memory_gib"], startup["gpu_kv_cache_tokens"]
-            out["kv"] = mem.value * GIB / max(1, tokens.value)
-            out["kv_src"] = f"{out['kv'] / 1e3:.1f} kB/token = {mem.source} / {tokens.source}" + \
+            kv_per_token = mem.value * GIB / max(1, tokens.value)
+            out["kv"] = kv_per_token
+            out["kv_src"] = f"{kv_per_token / 1e3:.1f} kB/token = {mem.source} / {tokens.source}" + \
                 (" (includes the draft model's layers)" if spec is not None and "drafter_loading" in startup else "")
     return out
 
@@ -185,7 +187,7 @@ def speedup_estimate(store: FactStore) -> dict[str, Any]:
     drafts = obs.get("drafts") or 0
     stderr = (tau - 1) / max(1.0, drafts) ** 0.5 if drafts else 0.0
     basis = [obs["source"], f"GPU {spec.name} from {gpu_src} ({spec.source})",
-             f"target weights {size['src']}, {size['params'] / 1e9:.2f} B params per GPU"]
+             f"target weights {size['src']}, {float(size['params']) / 1e9:.2f} B params per GPU"]
     if size.get("kv_src"):
         basis.append(f"KV {size['kv_src']}")
     elif not kv:
