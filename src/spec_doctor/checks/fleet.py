@@ -19,12 +19,12 @@ _SIGNALS = "https://github.com/vllm-project/vllm/blob/v0.10.2/vllm/v1/metrics/lo
 _SPEC = "https://github.com/vllm-project/vllm/blob/v0.10.2/vllm/v1/spec_decode/metrics.py"
 
 # Enough drafted tokens for an acceptance rate to mean something (the same floor as logs.acceptance).
-MIN_DRAFTED = 200
+MIN_DRAFTED = threshold("min_drafted_tokens")
 # An outlier accepts this much less than the others, in absolute terms and as a share of their median.
-OUTLIER_ABS = 0.15
-OUTLIER_REL = 0.75
+OUTLIER_ABS = threshold("fleet_outlier_abs")
+OUTLIER_REL = threshold("fleet_outlier_rel")
 # KV usage (percent): saturated on one server while others stay well below.
-KV_COMFORTABLE = 60.0
+KV_COMFORTABLE = 100 * threshold("kv_low")
 
 
 def comparable(units: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -62,6 +62,8 @@ def _row(u: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _inspect(u: Mapping[str, Any]) -> str:
+    if u.get("inspect"):  # the source knows how to look at this server alone (Prometheus: a selector)
+        return str(u["inspect"])
     if u.get("log") and u.get("metrics_url"):
         return f"spec-doctor check --log {u['log']} --metrics-url {u['metrics_url']}"
     if u.get("log"):

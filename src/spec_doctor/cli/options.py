@@ -29,6 +29,16 @@ LogOpt = Annotated[list[str], typer.Option(
 MetricsUrlOpt = Annotated[list[str], typer.Option(
     "--metrics-url", help="Prometheus /metrics URL (repeatable: one per server).")]
 ServerOpt = Annotated[str | None, typer.Option("--server", help="Running vLLM server URL (live probe).")]
+PrometheusOpt = Annotated[str | None, typer.Option(
+    "--prometheus", help="Prometheus (or Thanos/Mimir/VictoriaMetrics) URL: read every vLLM instance it scrapes.")]
+SelectorOpt = Annotated[str, typer.Option(
+    "--selector", help="With --prometheus: label matchers for the vLLM series, e.g. '{job=\"vllm\"}'.")]
+WindowOpt = Annotated[str, typer.Option(
+    "--window", help="With --prometheus: the range counters are diffed over (90s, 15m, 1h, 2d).")]
+AtOpt = Annotated[str | None, typer.Option(
+    "--at", help="With --prometheus: end of the window (RFC 3339, unix seconds, now-1h; default now).")]
+TokenEnvOpt = Annotated[str, typer.Option(
+    "--prometheus-token-env", help="Environment variable holding a bearer token for --prometheus (never printed).")]
 
 # -- the traffic -----------------------------------------------------------------------------------
 TemperatureOpt = Annotated[float | None, typer.Option("--temperature", help="Sampling temperature of the traffic.")]

@@ -301,6 +301,8 @@ def fleet_summary(store: FactStore) -> dict[str, Any]:
     inputs = store.inputs
     logs = [p for p in inputs.logs]
     urls = list(inputs.metrics_urls)
+    if inputs.prometheus is not None:  # every instance the store returned is one server
+        urls = [p.endpoint for p in _maybe(store, "metrics.scrapes") or []]
     if len(logs) + len(urls) < 1:
         raise FactUnavailable("no --log or --metrics-url given")
     files = _maybe(store, "logs.files") if logs else None
@@ -313,9 +315,24 @@ def fleet_summary(store: FactStore) -> dict[str, Any]:
                 errors[pair.endpoint] = pair.error
         windows = {w.endpoint: w for w in _maybe(store, "metrics.deltas") or []}
     units = build_units(pair_servers(logs, urls), by_path, windows, errors)
+    if inputs.prometheus is not None:
+        for u in units:
+            if u["metrics_url"]:
+                u["inspect"] = prometheus_inspect(inputs.prometheus, u["metrics_url"])
     if len(units) < 2:
         raise FactUnavailable("one server: a fleet needs two or more --log / --metrics-url (or DP engines)")
     return {"pairing": PAIRING_RULE, "servers": units}
+
+
+def prometheus_inspect(src: Any, endpoint: str) -> str:
+    """The command that diagnoses one instance of a Prometheus fleet on its own."""
+    from spec_doctor.parsers.promapi import display_url, promql_duration
+
+    inst = endpoint.removeprefix("http://").removesuffix("/metrics")
+    extra = src.selector.strip()[1:-1].strip() if src.selector.strip() else ""
+    sel = "{" + (extra + ", " if extra else "") + f'instance="{inst}"' + "}"
+    return (f"spec-doctor check --prometheus {display_url(src.url)} --selector '{sel}' "
+            f"--window {promql_duration(src.window_s)}" + (f" --at {src.at:.0f}" if src.at is not None else ""))
 
 
 def _maybe(store: FactStore, name: str) -> Any:

@@ -146,7 +146,7 @@ def parse_metrics_text(text: str, source: str = "text", taken_at: float | None =
             for s in fam.samples:
                 if s.name.endswith("_created"):
                     continue  # a timestamp, not a count (vLLM V1, prometheus_client >= 0.4)
-                samples.append(Sample(_vllm_name(s.name), tuple(sorted(s.labels.items())), float(s.value)))
+                samples.append(Sample(canonical_name(s.name), tuple(sorted(s.labels.items())), float(s.value)))
     except (ValueError, TypeError, IndexError, KeyError) as exc:
         first = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
         raise MetricsFormatError(f"{source}: not Prometheus metrics ({first})") from None
@@ -155,8 +155,9 @@ def parse_metrics_text(text: str, source: str = "text", taken_at: float | None =
     return MetricsSnapshot(source=source, samples=samples, taken_at=taken_at, types=types)
 
 
-def _vllm_name(name: str) -> str:
-    # prometheus_client's OpenMetrics writer escapes ':' to '_' (vllm_spec_decode_...); use one spelling.
+def canonical_name(name: str) -> str:
+    """One spelling of a vLLM metric name: prometheus_client's OpenMetrics writer (and OpenTelemetry's
+    Prometheus receiver) turn ':' into '_' (vllm_spec_decode_...)."""
     return "vllm:" + name[5:] if name.startswith("vllm_") else name
 
 
@@ -441,6 +442,7 @@ class MetricsWindow:
     has_vllm: bool
     has_spec_metrics: bool
     spec_positions: int | None  # K as exposed by the per-position counters
+    label: str | None = None  # how evidence names this window (default: from the endpoint and interval)
 
     @property
     def lifetime(self) -> bool:
@@ -448,6 +450,8 @@ class MetricsWindow:
 
     @property
     def window_label(self) -> str:
+        if self.label:
+            return self.label
         if self.before_source is None:
             return f"{self.after_source} (totals since server start)"
         if self.interval_s is not None:
@@ -456,7 +460,7 @@ class MetricsWindow:
 
 
 def build_window(before: MetricsSnapshot | None, after: MetricsSnapshot, endpoint: str | None = None,
-                 ) -> MetricsWindow:
+                 label: str | None = None) -> MetricsWindow:
     """Reduce a pair of scrapes (or one) to a MetricsWindow."""
     interval = None
     if before is not None and before.taken_at is not None and after.taken_at is not None:
@@ -468,7 +472,7 @@ def build_window(before: MetricsSnapshot | None, after: MetricsSnapshot, endpoin
         gauges_before=gauges(before) if before is not None else {},
         gauges_after=gauges(after),
         has_vllm=after.has_vllm, has_spec_metrics=after.has_spec_decode,
-        spec_positions=spec_positions_hint(after))
+        spec_positions=spec_positions_hint(after), label=label)
 
 
 def merge_deltas(deltas: Iterable[EngineDelta], engine: str = "*") -> EngineDelta:
