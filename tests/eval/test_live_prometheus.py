@@ -101,9 +101,9 @@ def test_prometheus_names_the_faulty_replica_first(tmp_path, request):
         assert len(prom.wait_for('up{job="vllm"} == 1', 2, timeout_s=30)) == 2
         record = os.environ.get("SPEC_DOCTOR_RECORD_PROM")
         if record:
-            recorder = Recorder(Path(record), ports)
+            recorder = Recorder(Path(record), ports, every=2.0)
             recorder.start()
-        load = rs.Load(requests=12, concurrency=2, max_tokens=64, temperature=0.0, spread_s=0.0)
+        load = rs.Load(requests=12, concurrency=2, max_tokens=64, temperature=0.0, spread_s=20.0)
         results: dict[str, dict] = {}
         threads = [threading.Thread(target=lambda n=n: results.__setitem__(n, rs.run_load(ports[n], load, 240)))
                    for n in replicas]

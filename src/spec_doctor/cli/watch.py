@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from spec_doctor.cli.io import check_file, write_output
+from spec_doctor.cli.prometheus import DEFAULT_TOKEN_ENV, prometheus_source
 from spec_doctor.cli.options import (
     CmdOpt,
     ConfigOpt,
@@ -23,9 +24,13 @@ from spec_doctor.cli.options import (
     MetricsUrlOpt,
     OnlyOpt,
     OutputOpt,
+    PrometheusOpt,
+    SelectorOpt,
     SkipOpt,
     TimeoutOpt,
+    TokenEnvOpt,
     VllmVersionOpt,
+    WindowOpt,
 )
 from spec_doctor.engine.facts import InputError
 from spec_doctor.report.build import report_dict
@@ -35,6 +40,10 @@ from spec_doctor.report.views.watch import finding_line, plain_line, render, sum
 def watch_cmd(
     log: LogOpt = [],
     metrics_url: MetricsUrlOpt = [],
+    prometheus: PrometheusOpt = None,
+    selector: SelectorOpt = "",
+    window: WindowOpt = "5m",
+    prometheus_token_env: TokenEnvOpt = DEFAULT_TOKEN_ENV,
     cmd: CmdOpt = None,
     config: ConfigOpt = None,
     vllm_version: VllmVersionOpt = None,
@@ -56,7 +65,8 @@ def watch_cmd(
     """Follow logs, /metrics and NVML live; show a dashboard and raise findings as they appear.
 
     Several --log / --metrics-url are several servers: with as many logs as URLs the i-th log and the i-th
-    URL are one server; otherwise each is its own server.
+    URL are one server; otherwise each is its own server. --prometheus: every instance the store has vLLM
+    series for, over the --window ending at each refresh.
     """
     import math
 
@@ -74,8 +84,12 @@ def watch_cmd(
         raise InputError(f"--interval {interval:g} s is below 0.1 s")
     if iterations is not None and iterations <= 0:
         raise InputError(f"--iterations must be 1 or more, not {iterations}")
-    if not log and not metrics_url:
-        raise InputError("nothing to watch: give --log and/or --metrics-url (VRAM alone: spec-doctor watch-vram)")
+    prom = prometheus_source(prometheus, selector, window, None, prometheus_token_env)
+    if prom is not None and metrics_url:
+        raise InputError("--prometheus reads the servers' metrics from Prometheus: give it or --metrics-url, not both")
+    if not log and not metrics_url and prom is None:
+        raise InputError("nothing to watch: give --log, --metrics-url or --prometheus (VRAM alone: spec-doctor "
+                         "watch-vram)")
     if log.count("-") > 1:
         raise InputError("--log - (stdin) can be given only once")
     for path in log:
@@ -85,7 +99,7 @@ def watch_cmd(
     if nvml_replay:
         check_file(nvml_replay, "NVML recording")
     inputs = Inputs(logs=list(log), cmd=cmd, config=config, vllm_version=vllm_version,
-                    metrics_urls=list(metrics_url), metrics_interval_s=0.0, timeout_s=timeout)
+                    metrics_urls=list(metrics_url), metrics_interval_s=0.0, timeout_s=timeout, prometheus=prom)
     nv, note = open_backend(nvml_replay, enabled=not no_nvml)
     watch = Watch(inputs, nv=nv, nv_note=note, only=only, skip=skip, interval_s=interval)
     live = sys.stdout.isatty() and not plain
