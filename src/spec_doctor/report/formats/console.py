@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 from typing import Any
 
+from spec_doctor.report.views.servers import COLUMNS, server_rows
+
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _VERDICT = {"healthy": "bold green", "degraded": "bold yellow", "broken": "bold red", "unknown": "bold magenta"}
 
@@ -52,6 +54,16 @@ def render(report: dict[str, Any], *, color: bool = False, width: int | None = N
         con.print("[green]Checked and fine:[/]")
         for f in healthy:
             con.print(f"  [green]✓[/] {escape(f['title'])}")
+    servers = server_rows(report)
+    if servers:
+        stable = Table(title=None, show_header=True, header_style="bold", box=None, pad_edge=False)
+        for col in COLUMNS:
+            stable.add_column(col, justify="left" if col in ("server", "note") else "right", overflow="fold")
+        for row in servers:
+            stable.add_row(*(escape(c) for c in row))
+        con.print()
+        con.print(f"[bold]{len(servers)} servers:[/]")
+        con.print(stable)
     not_run = [c for c in report["checks"] if c["status"] in ("skip", "error")]
     if not_run:
         table = Table(title=None, show_header=True, header_style="dim", box=None, pad_edge=False)
