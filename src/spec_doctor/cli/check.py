@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 
 from spec_doctor.cli.io import busy, check_file, command_from, write_output
-from spec_doctor.cli.prometheus import DEFAULT_TOKEN_ENV, prometheus_source
 from spec_doctor.cli.options import (
     AllowDownloadOpt,
     AtOpt,
@@ -25,8 +24,8 @@ from spec_doctor.cli.options import (
     OutputOpt,
     PrometheusOpt,
     PromptsOpt,
-    ServerOpt,
     SelectorOpt,
+    ServerOpt,
     SkipOpt,
     TargetOpt,
     TemperatureOpt,
@@ -35,6 +34,7 @@ from spec_doctor.cli.options import (
     VllmVersionOpt,
     WindowOpt,
 )
+from spec_doctor.cli.prometheus import DEFAULT_TOKEN_ENV, prometheus_source
 from spec_doctor.engine.facts import InputError
 from spec_doctor.engine.ranking import FAIL_ON_CHOICES, exit_code
 from spec_doctor.report.build import gate, report_dict

@@ -14,7 +14,6 @@ from typing import Annotated, Any
 import typer
 
 from spec_doctor.cli.io import check_file, write_output
-from spec_doctor.cli.prometheus import DEFAULT_TOKEN_ENV, prometheus_source
 from spec_doctor.cli.options import (
     CmdOpt,
     ConfigOpt,
@@ -32,6 +31,7 @@ from spec_doctor.cli.options import (
     VllmVersionOpt,
     WindowOpt,
 )
+from spec_doctor.cli.prometheus import DEFAULT_TOKEN_ENV, prometheus_source
 from spec_doctor.engine.facts import InputError
 from spec_doctor.report.build import report_dict
 from spec_doctor.report.views.watch import finding_line, plain_line, render, summary_text

@@ -217,7 +217,6 @@ class PromClient:
 
     def _text(self, resp: Any) -> Iterator[str]:
         """The decoded body in chunks (gzip undone), never more than max_bytes."""
-        import socket
 
         gz = (resp.headers.get("Content-Encoding") or "").lower() == "gzip"
         inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if gz else None
@@ -226,7 +225,7 @@ class PromClient:
         while True:
             try:
                 raw = resp.read(_CHUNK)
-            except (socket.timeout, TimeoutError):
+            except TimeoutError:
                 raise PromAPIError(f"Prometheus {self.display}: answer stalled for {self.timeout_s:g} s") from None
             except OSError as exc:
                 raise PromAPIError(f"Prometheus {self.display}: connection lost ({exc})") from None

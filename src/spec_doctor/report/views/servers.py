@@ -24,9 +24,9 @@ def _num(x: Any, nd: int = 0) -> str:
 def server_rows(report: dict[str, Any]) -> list[tuple[str, ...]]:
     """One tuple per server, in COLUMNS order (empty without a fleet section)."""
     fleet = (report.get("sections") or {}).get("fleet") or {}
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for u in fleet.get("servers") or []:
-        note = u.get("error") or ""
+        note = str(u.get("error") or "")
         if not note and u.get("draft_model"):
             note = f"draft {u['draft_model']}"
         rows.append((str(u.get("name")), _pct(u.get("acceptance_rate")), _num(u.get("mean_acceptance_length"), 2),
