@@ -207,3 +207,19 @@ def test_a_slow_store_times_out_with_one_line(fake):
     FakeProm.delay_s = 3.0
     r = run_cli("check", "--prometheus", fake, "--timeout", "1", "--only", "metrics")
     assert r.returncode == 2 and "no answer within 1 s" in r.stderr, r.stderr
+
+
+def test_logs_next_to_a_store_are_servers_of_their_own(fake):
+    from conftest import FIXTURES
+
+    FakeProm.fleet = {"a:8000": replica(900), "b:8000": replica(880)}
+    diag = diagnose(Inputs(logs=[str(FIXTURES / "fleet" / "random-draft.log")],
+                           prometheus=PrometheusSource(url=fake, window_s=600)), only=["fleet"])
+    rep = report_dict(diag)
+    rows = rep["sections"]["fleet"]["servers"]
+    # Two instances and one log: never paired by position (the store's instances come sorted by name).
+    assert [(u["log"] is not None, u["metrics_url"]) for u in rows] == [
+        (True, None), (False, "http://a:8000/metrics"), (False, "http://b:8000/metrics")]
+    section = rep["sections"]["prometheus"]
+    assert section["window"] == "10m" and section["instances"] == ["http://a:8000/metrics", "http://b:8000/metrics"]
+    assert section["queries"] >= 4 and not section["warnings"]

@@ -45,6 +45,7 @@ SECTION_FACTS = {
     "vram": "vram.samples",
     "probe": "probe.result",
     "fleet": "fleet.summary",
+    "prometheus": "prometheus.view",
 }
 
 

@@ -28,7 +28,8 @@ from typing import Any
 from spec_doctor.engine.facts import FactStore, FactUnavailable, InputError, provides
 
 PAIRING_RULE = ("each --log and each --metrics-url is one server; with equal counts the i-th --log and the "
-                "i-th --metrics-url are the same server; data-parallel engines of a server are separate units")
+                "i-th --metrics-url are the same server; data-parallel engines of a server are separate units; "
+                "each --prometheus instance is one server of its own")
 
 
 def pair_servers(logs: list[str], urls: list[str]) -> list[tuple[str | None, str | None]]:
@@ -36,6 +37,14 @@ def pair_servers(logs: list[str], urls: list[str]) -> list[tuple[str | None, str
     if logs and len(logs) == len(urls):
         return list(zip(logs, urls))
     return [(p, None) for p in logs] + [(None, u) for u in urls]
+
+
+def servers_of(inputs: Any, logs: list[str], urls: list[str]) -> list[tuple[str | None, str | None]]:
+    """The pairing rule, except for --prometheus: its instances come sorted by name, so a log is never
+    taken to be one of them by position."""
+    if getattr(inputs, "prometheus", None) is not None:
+        return pair_servers(logs, []) + pair_servers([], urls)
+    return pair_servers(logs, urls)
 
 
 def short_name(path_or_url: str) -> str:
@@ -314,7 +323,7 @@ def fleet_summary(store: FactStore) -> dict[str, Any]:
             if pair.error:
                 errors[pair.endpoint] = pair.error
         windows = {w.endpoint: w for w in _maybe(store, "metrics.deltas") or []}
-    units = build_units(pair_servers(logs, urls), by_path, windows, errors)
+    units = build_units(servers_of(inputs, logs, urls), by_path, windows, errors)
     if inputs.prometheus is not None:
         for u in units:
             if u["metrics_url"]:

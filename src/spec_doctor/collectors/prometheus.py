@@ -80,7 +80,8 @@ class PromView:
     def range(self) -> str:
         return promql_duration(self.window_s)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_section(self) -> dict[str, Any]:
+        """`report["sections"]["prometheus"]`: what was asked of the store and what it said."""
         import datetime as dt
 
         return {"url": self.url, "selector": self.selector, "window": self.range,

@@ -453,7 +453,7 @@ class Watch:
 
     def units(self) -> list[dict[str, Any]]:
         """Per server / engine: cumulative figures (doctor/fleet.py) plus recent ones since the last refresh."""
-        from spec_doctor.collectors.fleet import build_units, pair_servers
+        from spec_doctor.collectors.fleet import build_units, pair_servers, servers_of
         from spec_doctor.parsers.promparse import build_window
 
         logs = {t.path: t.lf for t in self.tails if t.lf.lines > 0 or t.static}
@@ -462,7 +462,7 @@ class Watch:
             windows = {p.endpoint: build_window(p.before, p.after, p.endpoint, label=p.label) for p in pairs
                        if p.after is not None}
             errors = {p.endpoint: p.error for p in pairs if p.error}
-            units = build_units(pair_servers([t.path for t in self.tails], [p.endpoint for p in pairs]),
+            units = build_units(servers_of(self.inputs, [t.path for t in self.tails], [p.endpoint for p in pairs]),
                                 logs, windows, errors)
             for u in units:
                 if u.get("gen_tokens") is not None and self.prom.view is not None:
