@@ -21,6 +21,7 @@ import urllib.request
 from pathlib import Path
 
 from conftest import FIXTURES
+from metrics_servers import send_exposition
 
 RECORDED = FIXTURES / "prometheus"
 
@@ -58,11 +59,7 @@ class ReplayExporter:
                     return
                 body = outer.scrapes[min(outer.served, len(outer.scrapes) - 1)]
                 outer.served += 1
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                send_exposition(self, body)
 
             def log_message(self, *args):
                 pass
