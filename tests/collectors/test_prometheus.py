@@ -223,3 +223,14 @@ def test_logs_next_to_a_store_are_servers_of_their_own(fake):
     section = rep["sections"]["prometheus"]
     assert section["window"] == "10m" and section["instances"] == ["http://a:8000/metrics", "http://b:8000/metrics"]
     assert section["queries"] >= 4 and not section["warnings"]
+
+
+def test_a_large_fleet_cites_a_bounded_number_of_servers(fake):
+    FakeProm.fleet = {f"10.1.0.{i}:8000": replica(880 + i) for i in range(40)}
+    FakeProm.fleet["10.1.0.99:8000"] = replica(50)
+    r = run(fake)
+    assert len(r["sections"]["fleet"]["servers"]) == 41
+    (f,) = [f for f in r["findings"] if f["id"] == "fleet.acceptance.outlier"]
+    assert "10.1.0.99:8000" in f["title"] and "10.1.0.99:8000" in f["evidence"][0]["detail"]
+    assert len(f["evidence"]) == 13 and f["evidence"][-1]["detail"].startswith("... and 29 more server(s)")
+    assert len(f["data"]["servers"]) == 12
