@@ -15,6 +15,7 @@ import typer
 
 from spec_doctor.cli.io import check_file, write_output
 from spec_doctor.cli.options import (
+    AtOpt,
     CmdOpt,
     ConfigOpt,
     FailOnOpt,
@@ -43,6 +44,7 @@ def watch_cmd(
     prometheus: PrometheusOpt = None,
     selector: SelectorOpt = "",
     window: WindowOpt = "5m",
+    at: AtOpt = None,
     prometheus_token_env: TokenEnvOpt = DEFAULT_TOKEN_ENV,
     cmd: CmdOpt = None,
     config: ConfigOpt = None,
@@ -66,7 +68,7 @@ def watch_cmd(
 
     Several --log / --metrics-url are several servers: with as many logs as URLs the i-th log and the i-th
     URL are one server; otherwise each is its own server. --prometheus: every instance the store has vLLM
-    series for, over the --window ending at each refresh.
+    series for, over the --window ending at each refresh (--at T: replays from T on at real speed).
     """
     import math
 
@@ -84,7 +86,7 @@ def watch_cmd(
         raise InputError(f"--interval {interval:g} s is below 0.1 s")
     if iterations is not None and iterations <= 0:
         raise InputError(f"--iterations must be 1 or more, not {iterations}")
-    prom = prometheus_source(prometheus, selector, window, None, prometheus_token_env)
+    prom = prometheus_source(prometheus, selector, window, at, prometheus_token_env)
     if prom is not None and metrics_url:
         raise InputError("--prometheus reads the servers' metrics from Prometheus: give it or --metrics-url, not both")
     if not log and not metrics_url and prom is None:

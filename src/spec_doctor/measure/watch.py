@@ -230,8 +230,9 @@ class MetricsPoller:
 
 
 class PrometheusPoller:
-    """`watch --prometheus`: each refresh re-runs `check --prometheus`'s queries over the window ending now,
-    so the view is the same as `check`'s, moving with time."""
+    """`watch --prometheus`: each refresh re-runs `check --prometheus`'s queries over the window ending now
+    (with --at T: ending at T plus the time watched, a replay of that moment at real speed), so the view is
+    `check`'s, moving with time."""
 
     def __init__(self, src: Any, timeout: float) -> None:
         from spec_doctor.collectors.prometheus import client_for
@@ -239,12 +240,15 @@ class PrometheusPoller:
         self.src, self.client = src, client_for(src, timeout)
         self.view: Any = None
         self.error: str | None = None
+        self._t0 = time.time()
 
     def poll(self) -> bool:
         from spec_doctor.collectors.prometheus import fetch_view
 
+        now = time.time()
+        end = now if self.src.at is None else self.src.at + (now - self._t0)
         try:
-            self.view = fetch_view(self.client, self.src, at=time.time())
+            self.view = fetch_view(self.client, self.src, at=end)
         except InputError as exc:
             self.error = str(exc)
             return False
