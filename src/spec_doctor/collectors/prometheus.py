@@ -192,9 +192,19 @@ def fetch_view(client: PromClient, src: PrometheusSource, at: float | None = Non
     if gen is not None:
         reader.run(f"max by (instance) (resets({sel(gen)}[{rng}]))", end,
                    lambda labels, v: resets.__setitem__(labels.get("instance", ""), int(v)))
+    # Targets Prometheus could not scrape, among the jobs that export vLLM series (a down node exporter in
+    # the same store is not a vLLM server).
     up: dict[str, float] = {}
-    reader.run(f"max by (instance) ({series_selector('up', matchers)})", end,
-               lambda labels, v: up.__setitem__(labels.get("instance", ""), v))
+    try:
+        jobs = client.label_values("job", series_selector("~vllm[:_].+", matchers), end - w, end)
+    except PromAPIError as exc:
+        raise InputError(str(exc)) from None
+    view.queries += 1
+    if jobs:
+        alt = "|".join(re.escape(j) for j in jobs).replace("\\", "\\\\").replace('"', '\\"')
+        up_sel = series_selector("up", matchers + ['job=~"' + alt + '"'])
+        reader.run(f"max by (instance) ({up_sel})", end,
+                   lambda labels, v: up.__setitem__(labels.get("instance", ""), v))
 
     for inst in sorted(set(after) | set(before) | {i for i, v in up.items() if v == 0}):
         ep = endpoint_of(inst)
