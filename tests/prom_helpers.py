@@ -133,3 +133,9 @@ class Prometheus:
                 self.proc.kill()
                 self.proc.wait(timeout=5)
         self.log.close()
+
+
+def with_member(findings: list[dict], fid: str) -> list[dict]:
+    """The report's findings that are finding `fid` or merged it (report/merge.py lists members in data.merged)."""
+    return [f for f in findings if f["id"] == fid
+            or any(m["id"] == fid for m in (f.get("data") or {}).get("merged", []))]

@@ -17,10 +17,11 @@ import urllib.parse
 import pytest
 
 from conftest import run_cli
+from prom_helpers import with_member
 from spec_doctor.engine.facts import InputError
 from spec_doctor.engine.inputs import Inputs, PrometheusSource
 from spec_doctor.engine.session import diagnose
-from spec_doctor.report.build import report_dict
+from spec_doctor.report.build import gate, report_dict
 
 TOKEN = "s3cret-Token-value-1234"
 TAG = re.compile(r'"spec_doctor_metric", "([^"]+)"')
@@ -117,11 +118,11 @@ def fake():
     httpd.server_close()
 
 
-def run(url: str, **src) -> dict:
-    diag = diagnose(Inputs(prometheus=PrometheusSource(url=url, **src)),
-                    only=["metrics", "fleet", "prometheus"])
+def run(url: str, only: tuple[str, ...] = ("metrics", "fleet", "prometheus"), **src) -> dict:
+    diag = diagnose(Inputs(prometheus=PrometheusSource(url=url, **src)), only=list(only))
     if diag.input_errors:
         raise InputError(diag.input_errors[0])
+    gate(diag)  # as `check` does: one diagnosis per root cause
     return report_dict(diag)
 
 
@@ -132,10 +133,15 @@ def test_fleet_from_the_store_finds_the_outlier(fake):
     assert set(rows) == {"10.0.0.1:8000", "10.0.0.2:8000", "10.0.0.3:8000"}
     assert rows["10.0.0.3:8000"]["acceptance_rate"] == pytest.approx(60 / 1200)
     assert rows["10.0.0.1:8000"]["k"] == 3 and rows["10.0.0.1:8000"]["mean_acceptance_length"] == pytest.approx(3.25)
-    outliers = [f for f in r["findings"] if f["id"] == "fleet.acceptance.outlier"]
-    assert len(outliers) == 1 and "10.0.0.3:8000" in outliers[0]["title"]
-    # The fix looks at that instance alone, through the same store and selector.
-    assert outliers[0]["fix"]["commands"] == [
+    # One diagnosis for the odd replica: its own low acceptance and the fleet comparison merged, named by it.
+    (odd,) = with_member(r["findings"], "fleet.acceptance.outlier")
+    assert odd["category"] == "low-acceptance" and "10.0.0.3:8000" in odd["title"], odd
+    assert {odd["id"]} | {m["id"] for m in odd["data"]["merged"]} == {"fleet.acceptance.outlier",
+                                                                     "metrics.acceptance.low"}
+    assert not [f for f in r["findings"] if f["category"] == "low-acceptance" and f is not odd]
+    # The fleet check's fix looks at that instance alone, through the same store and selector.
+    (outlier,) = run(fake, only=("fleet",), selector='{job="vllm"}')["findings"]
+    assert outlier["fix"]["commands"] == [
         f"spec-doctor check --prometheus {fake} --selector '{{job=\"vllm\", instance=\"10.0.0.3:8000\"}}' --window 1h"]
     assert not [f for f in r["findings"] if f["id"].startswith("prometheus.")]
 
@@ -228,7 +234,7 @@ def test_logs_next_to_a_store_are_servers_of_their_own(fake):
 def test_a_large_fleet_cites_a_bounded_number_of_servers(fake):
     FakeProm.fleet = {f"10.1.0.{i}:8000": replica(880 + i) for i in range(40)}
     FakeProm.fleet["10.1.0.99:8000"] = replica(50)
-    r = run(fake)
+    r = run(fake, only=("fleet",))
     assert len(r["sections"]["fleet"]["servers"]) == 41
     (f,) = [f for f in r["findings"] if f["id"] == "fleet.acceptance.outlier"]
     assert "10.1.0.99:8000" in f["title"] and "10.1.0.99:8000" in f["evidence"][0]["detail"]

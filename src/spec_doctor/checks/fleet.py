@@ -67,6 +67,15 @@ def _rows(units: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [_row(u) for u in units[:CITED]]
 
 
+def _about(odd: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A finding about one server names it as its ``endpoint`` (as the metrics findings do), so that its
+    diagnosis is that server's and not the fleet's (report/merge.py)."""
+    if len(odd) != 1:
+        return {}
+    u = odd[0]
+    return {"endpoint": u.get("metrics_url") or u.get("log") or u["name"]}
+
+
 def _row(u: Mapping[str, Any]) -> dict[str, Any]:
     keep = ("name", "acceptance_rate", "mean_acceptance_length", "k", "draft_model", "method", "kv_usage_max",
             "preemptions", "waiting_max", "vllm_version")
@@ -115,7 +124,7 @@ def kv(facts: Mapping[str, Any]) -> list[Finding]:
                 "--gpu-memory-utilization, --max-model-len, --max-num-seqs), or route less load to it.",
                 tuple(_inspect(u) for u in hot[:3])),
             impact="Preempted requests are recomputed; that server's latency and throughput fall behind the fleet.",
-            impact_score=0.6, data={"servers": _rows(hot + calm)}))
+            impact_score=0.6, data={"servers": _rows(hot + calm), **_about(hot)}))
     kvk = [u for u in units if u.get("kv_usage_max") is not None]
     full = [u for u in kvk if u["kv_usage_max"] >= 100 * threshold("kv_saturated") and (u.get("waiting_max") or 0) > 0
             and u not in hot]
@@ -133,7 +142,7 @@ def kv(facts: Mapping[str, Any]) -> list[Finding]:
                 "or check that the full one runs with the same memory settings.",
                 tuple(_inspect(u) for u in full[:3])),
             impact="Requests queue on one server while others idle: tail latency rises for no reason.",
-            impact_score=0.5, data={"servers": _rows(full + room)}))
+            impact_score=0.5, data={"servers": _rows(full + room), **_about(full)}))
     return out
 
 
@@ -189,7 +198,7 @@ def config(facts: Mapping[str, Any]) -> list[Finding]:
                 + (" (or none: the others run without speculation)." if major[0].get("method") == "off" else "."),
                 () if major[0].get("method") == "off" else (_spec_flag(major[0]),)),
             impact="Replicas with another draft accept at another rate: the fleet's speed depends on routing.",
-            impact_score=0.5, data={"servers": _rows(odd + major)}))
+            impact_score=0.5, data={"servers": _rows(odd + major), **_about(odd)}))
     k_drift = _split(units, lambda u: int(u["k"]) if u.get("k") else None)
     if k_drift is not None and drift is None:  # another draft explains another K
         k_major, major_units, odd = k_drift
@@ -203,7 +212,7 @@ def config(facts: Mapping[str, Any]) -> list[Finding]:
             Fix("Use one num_speculative_tokens on every replica (the one with the better tokens/step per K).",
                 (_spec_flag(major_units[0], k=k_major),)),
             impact="Different K gives different speed per replica.", impact_score=0.3,
-            data={"servers": _rows(odd + major_units)}))
+            data={"servers": _rows(odd + major_units), **_about(odd)}))
     v_drift = _split(units, lambda u: str(u["vllm_version"]) if u.get("vllm_version") else None)
     if v_drift is not None:
         v_major, major_units, odd = v_drift
@@ -279,7 +288,7 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
                 Fix("Diagnose that server alone: compare its draft, K, temperature and traffic with the others.",
                     (_inspect(u),)),
                 impact="That server gains less (or loses) from speculation than the rest of the fleet.",
-                impact_score=0.5, data={"servers": _rows([u] + rest), "median_others": med}))
+                impact_score=0.5, data={"servers": _rows([u] + rest), "median_others": med, **_about([u])}))
         return out
     rates = [u["acceptance_rate"] for u in units]
     if odd or max(rates) - min(rates) >= OUTLIER_ABS:

@@ -41,6 +41,7 @@ class ScrapePair:
     after: MetricsSnapshot | None
     error: str | None = None
     label: str | None = None  # how evidence names the window (Prometheus: instance, store and range)
+    server: str | None = None  # the server's short name, for titles (Prometheus: its instance)
 
 
 def _read_file(path: str) -> MetricsSnapshot:
@@ -64,7 +65,7 @@ def _scrape_all(urls: list[str], timeout: float) -> list[MetricsSnapshot | str]:
         return list(pool.map(one, urls))
 
 
-@provides("metrics.scrapes")
+@provides("metrics.scrapes", reads="--metrics-url / --metrics-file")
 def metrics_scrapes(store: FactStore) -> list[ScrapePair]:
     inputs = store.inputs
     if inputs.prometheus is not None:  # one pair per instance, from the store's increase() over the window
@@ -111,7 +112,7 @@ def metrics_scrapes(store: FactStore) -> list[ScrapePair]:
 @provides("metrics.deltas")
 def metrics_deltas(store: FactStore) -> list[MetricsWindow]:
     pairs = store.get("metrics.scrapes")
-    windows = [build_window(p.before, p.after, p.endpoint, label=p.label) for p in pairs if p.after is not None]
+    windows = [build_window(p.before, p.after, p.endpoint, label=p.label, server=p.server) for p in pairs if p.after is not None]
     if not windows:
         raise FactUnavailable(next((p.error for p in pairs if p.error), "no /metrics scrape succeeded"))
     return windows

@@ -46,7 +46,7 @@ from spec_doctor.parsers.promapi import (
     promql_duration,
     series_selector,
 )
-from spec_doctor.parsers.promparse import MetricsSnapshot, Sample, canonical_name, metric_names
+from spec_doctor.parsers.promparse import MetricsSnapshot, Sample, canonical_name, metric_names, short_label
 
 QUERY_TIMEOUT_S = threshold("prometheus_query_timeout_s")
 NAMES_PER_QUERY = 24
@@ -170,9 +170,9 @@ def fetch_view(client: PromClient, src: PrometheusSource, at: float | None = Non
     def into(bucket: dict[str, list[Sample]]) -> Callable[[dict[str, str], float], None]:
         def keep(labels: dict[str, str], value: float) -> None:
             name = canon.get(labels.get(_NAME_LABEL, ""), labels.get(_NAME_LABEL, ""))
-            kept = tuple(sorted((k, v) for k, v in labels.items()
+            kept = tuple(sorted((k, short_label(v)) for k, v in labels.items()
                                 if k in ("engine", "model_name", "position") and v != ""))
-            bucket.setdefault(labels.get("instance", ""), []).append(Sample(name, kept, value))
+            bucket.setdefault(short_label(labels.get("instance", "")), []).append(Sample(name, kept, value))
         return keep
 
     sel = lambda n: series_selector(n, matchers)  # noqa: E731
@@ -191,7 +191,7 @@ def fetch_view(client: PromClient, src: PrometheusSource, at: float | None = Non
     resets: dict[str, int] = {}
     if gen is not None:
         reader.run(f"max by (instance) (resets({sel(gen)}[{rng}]))", end,
-                   lambda labels, v: resets.__setitem__(labels.get("instance", ""), int(v)))
+                   lambda labels, v: resets.__setitem__(short_label(labels.get("instance", "")), int(v)))
     # Targets Prometheus could not scrape, among the jobs that export vLLM series (a down node exporter in
     # the same store is not a vLLM server).
     up: dict[str, float] = {}
@@ -204,7 +204,7 @@ def fetch_view(client: PromClient, src: PrometheusSource, at: float | None = Non
         alt = "|".join(re.escape(j) for j in jobs).replace("\\", "\\\\").replace('"', '\\"')
         up_sel = series_selector("up", matchers + ['job=~"' + alt + '"'])
         reader.run(f"max by (instance) ({up_sel})", end,
-                   lambda labels, v: up.__setitem__(labels.get("instance", ""), v))
+                   lambda labels, v: up.__setitem__(short_label(labels.get("instance", "")), v))
 
     for inst in sorted(set(after) | set(before) | {i for i, v in up.items() if v == 0}):
         ep = endpoint_of(inst)
@@ -214,11 +214,11 @@ def fetch_view(client: PromClient, src: PrometheusSource, at: float | None = Non
             why = "down (up == 0)" if up.get(inst) == 0 else "no vllm:* sample"
             view.pairs.append(ScrapePair(ep, None, None, f"Prometheus {client.display}: target {inst} {why} at "
                                                          f"{_iso(end)}, no vllm:* data in the {rng} before",
-                                         label=label))
+                                         label=label, server=inst or None))
             continue
         b = MetricsSnapshot(source=label, samples=before.get(inst, []), taken_at=end - w)
         a = MetricsSnapshot(source=label, samples=samples, taken_at=end)
-        view.pairs.append(ScrapePair(ep, b, a, None, label=label))
+        view.pairs.append(ScrapePair(ep, b, a, None, label=label, server=inst or None))
         if resets.get(inst):
             view.restarts[ep] = resets[inst]
         missing = _missing_roles(a)

@@ -426,7 +426,11 @@ class Watch:
     # -- one refresh -------------------------------------------------------------------------
     def refresh(self) -> Frame:
         for t in self.tails:
+            before = t.restarts
             t.poll()
+            if t.restarts > before:  # logrotate (a new file under the name) or truncation
+                self.notes.append(f"log {t.display} was rotated or truncated at {self.clock() - self.start:.0f} s: "
+                                  f"reading the new file from its start; findings already reported are not repeated")
         if len(self.pollers) > 1:  # several servers: scrape them at once
             import concurrent.futures as cf
 
@@ -463,7 +467,7 @@ class Watch:
         logs = {t.path: t.lf for t in self.tails if t.lf.lines > 0 or t.static}
         if self.prom is not None:  # the window ending now, per instance: already a rate, nothing to diff
             pairs = self.prom.pairs()
-            windows = {p.endpoint: build_window(p.before, p.after, p.endpoint, label=p.label) for p in pairs
+            windows = {p.endpoint: build_window(p.before, p.after, p.endpoint, label=p.label, server=p.server) for p in pairs
                        if p.after is not None}
             errors = {p.endpoint: p.error for p in pairs if p.error}
             units = build_units(servers_of(self.inputs, [t.path for t in self.tails], [p.endpoint for p in pairs]),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from spec_doctor.report.formats.markdown import shell_block_line
 from spec_doctor.report.views.servers import COLUMNS, server_rows
 
 X_KEYS = ("t", "time_s", "elapsed_s", "k", "K", "line", "step", "concurrency")
@@ -168,7 +169,7 @@ def render(report: dict[str, Any], **_: Any) -> str:
         if f.get("fix"):
             parts.append(f"<p><b>Fix:</b> {e(f['fix']['summary'])}</p>")
             if f["fix"]["commands"]:
-                parts.append("<pre>" + e("\n".join(f["fix"]["commands"])) + "</pre>")
+                parts.append("<pre>" + e("\n".join(shell_block_line(c) for c in f["fix"]["commands"])) + "</pre>")
         parts.append("</div>")
     healthy = [f for f in report["findings"] if f["category"] == "healthy"]
     if healthy:
