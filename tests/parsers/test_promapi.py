@@ -61,7 +61,8 @@ def test_error_answers_and_non_api_bodies_are_one_line_errors():
     err = json.dumps({"status": "error", "errorType": "bad_data", "error": "parse error at char 5: unexpected"})
     with pytest.raises(PromAPIError, match="bad_data: parse error at char 5"):
         _decode(iter([err]), lambda m, v: None, "http://p")
-    for body in ("<html>502 Bad Gateway</html>", "", '{"status": "success", "data": {"result": [1, 2', "null"):
+    for body in ("<html>502 Bad Gateway</html>", "", '{"status": "success", "data": {"result": [1, 2', "null", "{}",
+                 '{"data": {"resultType": "vector", "result": []}}'):
         with pytest.raises(PromAPIError) as exc:
             _decode(iter([body]), lambda m, v: None, "http://p")
         assert "\n" not in str(exc.value)

@@ -225,7 +225,8 @@ def fetch_view(client: PromClient, src: PrometheusSource, at: float | None = Non
         if missing:
             view.missing[ep] = missing
     if not view.pairs:
-        raise InputError(f"Prometheus {client.display}: no instance with vllm:* data in the {rng} before {_iso(end)}")
+        raise InputError(f"Prometheus {client.display}: no instance with vllm:* data in the {rng} before {_iso(end)} "
+                         "(increase() needs two scrapes inside the window: widen --window)")
     return view
 
 

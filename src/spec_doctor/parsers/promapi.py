@@ -355,7 +355,8 @@ def _decode(chunks: Iterator[str], keep: Callable[[dict[str, str], float], None]
         if top.get("status") == "error":
             _raise_for_status(top, where)
         raise PromAPIError(f"Prometheus {where}: answer is not the HTTP API's JSON ({exc})") from None
-    top.setdefault("status", "success" if out.result_type else None)
+    if "status" not in top:
+        raise PromAPIError(f"Prometheus {where}: answer is not the HTTP API's JSON (no 'status')")
     _raise_for_status(top, where)
     out.warnings = [str(w) for w in (top.get("warnings") or []) + (top.get("infos") or [])
                     if not str(w).startswith("PromQL info")]
