@@ -12,8 +12,8 @@ series per instance, so 1,000 instances are 16,000 series. Counters grow with ev
 child process; its wall time and peak RSS (ru_maxrss) are reported, with the series the queries streamed.
 The acceptance bound: peak RSS under 200 MB with >= 1,000 series.
 
-Measured 2026-12-01 (2-core VM, Debian prometheus 2.42): 1,000 instances / 16,000 series: peak RSS 88 MB,
-3.1 s; 3,000 instances / 48,000 series: 182 MB, 10.4 s (the report then holds 3,000 server rows).
+Measured 2026-12-01 (shared 2-core VM, Debian prometheus 2.42): 1,000 instances / 16,000 series: peak RSS
+82 MB, 3.7-6.8 s; 3,000 instances / 48,000 series: 163 MB, 32 s (the report then holds 3,000 server rows).
 """
 
 from __future__ import annotations
