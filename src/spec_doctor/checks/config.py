@@ -48,6 +48,26 @@ def _base(v: Version) -> Version:
     return Version(v.base_version)
 
 
+def _inferred(facts: Mapping[str, Any]) -> Any | None:
+    """The version fact when it was inferred from the inputs' shape (collectors/core.py InferredVersion)."""
+    v = facts.get("vllm.version")
+    return v if getattr(v, "inferred", False) else None
+
+
+def _ends(facts: Mapping[str, Any]) -> tuple[Version, Version] | None:
+    """(oldest, newest) release of an inferred range; None when the version is stated or unknown."""
+    iv = _inferred(facts)
+    if iv is None:
+        return None
+    return (iv.low or iv.value), (iv.high or iv.value)
+
+
+def _scaled(facts: Mapping[str, Any], conf: float) -> float:
+    """A version-dependent finding's confidence, lowered by how sure an inferred version is."""
+    iv = _inferred(facts)
+    return round(conf * (0.5 + 0.5 * iv.confidence), 3) if iv is not None else conf
+
+
 def _ver_ev(version: Version | None, source: str) -> Evidence:
     if version is None:
         return Evidence("vllm.version", "vLLM version unknown: version-dependent verdicts are less certain "
@@ -102,18 +122,28 @@ def flags(facts: Mapping[str, Any]) -> list[Finding]:
     if legacy:
         names = ", ".join(w for w, _ in legacy)
         ev = [Evidence(s, f"{w} (a V0 flag: vLLM 0.4.1-0.8.2)") for w, s in legacy] + [_ver_ev(version, vsrc)]
-        if version is None:
+        ends = _ends(facts)
+        lv = version
+        removed = Version("0.8.3")
+        if ends is not None and not (_base(ends[0]) >= removed) == (_base(ends[1]) >= removed):
+            lv = None  # the inferred range straddles the removal: as good as unknown
+        if ends is not None and lv is not None and _base(ends[1]) < removed:
+            lo, hi = ends
+            sev, conf, title = Severity.INFO, _scaled(facts, 0.9), (
+                f"{names}: valid in the releases the inputs point to (vLLM {lo}-{hi}), but removed in 0.8.3; use "
+                "--speculative-config when upgrading")
+        elif lv is None:
             sev, conf, title = Severity.WARNING, UNKNOWN_VERSION_CONFIDENCE, (
                 f"{names}: removed in vLLM 0.8.3 (works only up to 0.8.2; version unknown)")
-        elif _base(version) >= Version("0.8.3"):
-            sev, conf, title = Severity.ERROR, 0.95, (
-                f"vLLM {version} has no {names}: it exits with 'unrecognized arguments'")
-        elif _base(version) == Version("0.8.2"):
+        elif _base(lv) >= removed:
+            sev, conf, title = Severity.ERROR, _scaled(facts, 0.95), (
+                f"vLLM {lv} has no {names}: it exits with 'unrecognized arguments'")
+        elif _base(lv) == Version("0.8.2"):
             sev, conf, title = Severity.WARNING, 0.9, f"{names}: deprecated in vLLM 0.8.2, removed in 0.8.3"
         else:
             sev, conf, title = Severity.INFO, 0.9, (
-                f"{names}: valid in vLLM {version}, but removed in 0.8.3; use --speculative-config when upgrading")
-        fix_version = version if version is not None and _base(version) >= Version("0.8.2") else None
+                f"{names}: valid in vLLM {lv}, but removed in 0.8.3; use --speculative-config when upgrading")
+        fix_version = lv if lv is not None and _base(lv) >= Version("0.8.2") else None
         out.append(Finding("config.flags.legacy-spec", Category.CONFIG_DEPRECATED, sev, conf, title,
                            evidence=tuple(ev),
                            fix=Fix("Move the speculative settings into --speculative-config (vLLM 0.8.2+):",
@@ -348,6 +378,9 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
                                    ("vllm serve --help=all",)),
                            impact="vLLM rejects unknown methods at start-up", impact_score=0.5))
         return out
+    ends = _ends(facts)
+    if ends is not None and method_support(name, ends[0]).status != method_support(name, ends[1]).status:
+        version = None  # the inferred release range spans a change in support: as good as unknown
     support = method_support(name, version)
     row = method_row(name) or {}
     label = support.label
@@ -375,7 +408,7 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
             "pick a method this release has"
         out.append(Finding(
             "config.method.unsupported", Category.ENV_VERSION, Severity.ERROR,
-            0.8 if inferred and how.startswith("inferred: no method") else 0.92,
+            _scaled(facts, 0.8 if inferred and how.startswith("inferred: no method") else 0.92),
             what + (f" (it is supported again from {support.first_supported})"
                     if support.first_supported and support.status == "unsupported" else ""),
             evidence=tuple(ev),
@@ -388,7 +421,7 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
     elif support.status == "v0-fallback":
         v1_opt_in = cfg.env.get("VLLM_USE_V1") == "1"
         out.append(Finding(
-            "config.method.v0-fallback", Category.ENV_VERSION, Severity.WARNING, 0.75,
+            "config.method.v0-fallback", Category.ENV_VERSION, Severity.WARNING, _scaled(facts, 0.75),
             f"vLLM {version} runs {label} speculation on the old V0 engine"
             + (" (or rejects it, since VLLM_USE_V1=1 is set)" if v1_opt_in else ""),
             evidence=(spec_ev, Evidence(vsrc, f"vLLM {version}"),

@@ -24,6 +24,7 @@ from spec_doctor.parsers.logparse.signatures import Signature, load_signatures
 MAX_WINDOWS = 2048
 MAX_HITS_KEPT = 3
 MAX_CONFIG_LINES = 20
+MAX_ERA_TEXTS = 400  # records kept for the version-era text signals (start-up lines come first)
 _CUM_DAYS = (0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334)
 
 
@@ -88,6 +89,7 @@ class Stream:
     _ts_offset: float = 0.0
     _prev_ts: float | None = None
     spec_formats: set = field(default_factory=set)
+    stats_formats: set = field(default_factory=set)  # "v0" (Swapped/Pending), "v1-preemptions" (0.11.1+), "v1"
     k: int | None = None
     accepted: int = 0
     drafted: int = 0
@@ -189,6 +191,7 @@ class Stream:
         w = Window(line=lineno, ts=t, ts_text=ts_text, stats=st)
         self._append(w)
         self.n_stats += 1
+        self.stats_formats.add("v0" if st.v0 else "v1-preemptions" if st.preemptions is not None else "v1")
         self.sum_prompt_tps += st.prompt_tps or 0.0
         self.sum_gen_tps += st.gen_tps or 0.0
         self.max_running = max(self.max_running, st.running or 0)
@@ -309,6 +312,11 @@ class LogFile:
     error: str | None = None  # set when the file could not be used (unreadable, empty, binary)
     # vLLM's own warnings/errors and tracebacks (events.py); `finish()` closes a traceback cut off at the end
     ev: EventReader = field(default_factory=EventReader)
+    # Log header styles seen -> the first line showing each ("bracket-file", "plain-file", "tag:APIServer"): the
+    # formatter changed between releases, so the style tells the era (knowledge/data/version_signals.toml).
+    header_styles: dict = field(default_factory=dict)
+    # Start-up and event texts (first MAX_ERA_TEXTS records) kept for the version-era signals of kind "text".
+    era_texts: list = field(default_factory=list)
     _last_engine: dict = field(default_factory=dict)  # (prefix, pid) -> engine index
     _prev_text: str = ""
 
@@ -377,6 +385,11 @@ class LogFile:
             return
         # Not a periodic metrics line (the fast path's `_hot` lines never reach here either): vLLM's own
         # warnings, errors and tracebacks.
+        if rec.level is not None:
+            if rec.file is not None and len(self.header_styles) < 8:
+                self._header_style(lineno, text, rec)
+            if len(self.era_texts) < MAX_ERA_TEXTS:
+                self.era_texts.append((lineno, msg[:400]))
         if rec.level in EVENT_LEVELS or self.ev.active or "Traceback" in msg or (
                 rec.level is None and ('File "' in msg or "Error" in msg or "Exception" in msg)):
             self.ev.feed(lineno, rec.level, msg, rec.pid)
@@ -411,6 +424,13 @@ class LogFile:
         self._startup(lineno, rec, msg, fast)
         self._signatures(lineno, rec, msg, fast)
         self._prev_text = msg[-300:]
+
+    def _header_style(self, lineno: int, text: str, rec: L.Record) -> None:
+        at = text.find(f"{rec.file}:")
+        style = "bracket-file" if at > 0 and text[at - 1] == "[" else "plain-file"
+        self.header_styles.setdefault(style, lineno)
+        if rec.proc:
+            self.header_styles.setdefault(f"tag:{rec.proc}", lineno)
 
     def _hot(self, lineno: int, m: re.Match[str]) -> bool:
         """A periodic stats or spec-metrics line in its common format: the effects of `_record` without the
