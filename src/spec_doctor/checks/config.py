@@ -34,6 +34,7 @@ from spec_doctor.knowledge.specdata import (
 DOCS = "https://docs.vllm.ai/en/latest/features/spec_decode.html"
 SIGNALS = "knowledge/data/flags.toml, knowledge/data/methods.toml"
 UNKNOWN_VERSION_CONFIDENCE = 0.55
+DRAFT_SOURCE = "--draft"  # a speculative config made from --draft alone (collectors/config.py)
 
 
 def _version(facts: Mapping[str, Any]) -> tuple[Version | None, str]:
@@ -229,8 +230,8 @@ def spec_keys(facts: Mapping[str, Any]) -> list[Finding]:
     """
     cfg: DeploymentConfig = facts["config.deployment"]
     spec = cfg.speculative
-    if spec is None:
-        return []
+    if spec is None or spec.source == DRAFT_SOURCE:
+        return []  # --draft only names the draft: there is no speculative config to read keys from
     version, vsrc = _version(facts)
     out: list[Finding] = []
     fix = Fix("Corrected speculative config:", _fix_cmds(cfg, version))
@@ -337,7 +338,7 @@ def _refined_method(cfg: DeploymentConfig, draft: Any) -> tuple[str | None, str]
 
 @check("config.method", categories=[Category.ENV_VERSION, Category.K_TOO_LARGE, Category.HEALTHY],
        needs=["config.deployment"], wants=["vllm.version", "models.draft", "models.target",
-                                           "config.optional_packages"],
+                                           "config.optional_packages", "logs.acceptance"],
        sources=[SIGNALS, DOCS, "https://github.com/vllm-project/vllm/pull/24322"],
        findings={
            "config.method.unsupported": "the release cannot run this speculative method (too old, a gap, or removed)",
@@ -349,6 +350,7 @@ def _refined_method(cfg: DeploymentConfig, draft: Any) -> tuple[str | None, str]
            "config.method.eagle3-target": "EAGLE-3 on a target architecture the release does not accept",
            "config.method.mtp-k": "MTP with num_speculative_tokens > 1 reuses one MTP layer",
            "config.method.ok": "the method is supported by the release",
+           "config.method.table-contradicted": "the tables say the release lacks the method, but the log shows it run",
        })
 def method(facts: Mapping[str, Any]) -> list[Finding]:
     """Whether the vLLM release can run the configured speculative method at all.
@@ -397,6 +399,16 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
                                         "spec-doctor check --vllm-version X ...")),
                                impact="a definite verdict", impact_score=0.3,
                                data={"method": name}))
+    elif support.status in ("unsupported", "removed", "not-yet") and _ran(facts):
+        ran = _ran(facts)
+        out.append(Finding(
+            "config.method.table-contradicted", Category.ENV_VERSION, Severity.INFO, 0.3,
+            f"spec-doctor's tables say vLLM {version} cannot run '{name}', yet the log shows it drafting",
+            evidence=(spec_ev, Evidence(vsrc, f"vLLM {version}"), Evidence(ran, "spec-decode metrics with drafts"),
+                      Evidence(support.source, f"{name}: {support.status} in {support.row.get('versions', '')}")),
+            fix=Fix("Check the exact build (a nightly or a backport can have the method early):",
+                    ("python -c 'import vllm; print(vllm.__version__)'",)),
+            impact="a version verdict that matches the run", impact_score=0.1, data={"method": name}))
     elif support.status in ("unsupported", "removed", "not-yet"):
         what = {"unsupported": f"vLLM {version} cannot run {label} speculation",
                 "removed": f"'{name}' was removed from vLLM ({version})",
@@ -485,6 +497,14 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
             impact="fewer wasted verification slots if later positions are rarely accepted", impact_score=0.2,
             data={"k": k}))
     return out
+
+
+def _ran(facts: Mapping[str, Any]) -> str | None:
+    """Where the log shows speculation drafting (spec-decode metrics with drafted tokens), else None."""
+    for a in facts.get("logs.acceptance") or []:
+        if (a.get("drafted") or 0) > 0:
+            return str(a.get("source") or "log")
+    return None
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -126,6 +126,8 @@ def deployment(store: FactStore) -> DeploymentConfig:
             if fragments:
                 log_cfg = from_log_lines(lines + fragments) or log_cfg
     cfg = given or log_cfg
+    if inputs.draft:
+        cfg = _with_draft(cfg, inputs.draft, inputs.target)
     if cfg is None:
         raise FactUnavailable("no deployment config (pass --cmd, --config, or a log with the `non-default args` "
                               "or engine-config line)")
@@ -135,6 +137,30 @@ def deployment(store: FactStore) -> DeploymentConfig:
     if inputs.temperature is not None:
         cfg.temperature = inputs.temperature
         cfg.sources["temperature"] = "--temperature"
+    return cfg
+
+
+def _with_draft(cfg: DeploymentConfig | None, draft: str, target: str | None) -> DeploymentConfig:
+    """--draft says speculation is on (`ngram`, `mtp`, `eagle3:PATH`, a draft model): where no command line or
+    log shows a speculative config, it becomes one (source "--draft"), so the checks of the pair, the method
+    against the release and the gated signatures run."""
+    from spec_doctor.parsers.confignorm import build_spec
+    from spec_doctor.parsers.model_dir import parse_draft_arg
+
+    if cfg is not None and cfg.speculative is not None:
+        return cfg
+    if cfg is None:
+        cfg = DeploymentConfig(origin="draft", model=target)
+        if target:
+            cfg.args["model"] = target
+            cfg.sources["model"] = "--target"
+    d = parse_draft_arg(draft)
+    raw: dict[str, Any] = {}
+    if d.method:
+        raw["method"] = d.method
+    if d.model:
+        raw["model"] = d.model
+    cfg.speculative = build_spec(raw, source="--draft", legacy=False)
     return cfg
 
 

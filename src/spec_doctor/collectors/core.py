@@ -8,6 +8,7 @@ tracebacks, the metrics-line and log-header formats). An inferred version is an 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +64,9 @@ def vllm_version(store: FactStore) -> Sourced:
     printed = _stated(store, "logs.vllm_version", None)
     if printed is not None:
         return printed
+    tagged = _image_tag(store)
+    if tagged is not None:
+        return tagged
     rng = store.maybe("vllm.version_range")
     installed = _stated(store, "env.vllm_install", "installed")
     if installed is not None and (rng is None or rng.contains(installed.value)):
@@ -72,6 +76,22 @@ def vllm_version(store: FactStore) -> Sourced:
         return InferredVersion(rng.representative, f"inferred from the inputs ({where}): vLLM {rng.label()}",
                                rng.low, rng.high, rng.high_open, rng.confidence)
     raise FactUnavailable("vLLM version unknown (pass --vllm-version, a log with the banner, or install vLLM)")
+
+
+_IMAGE_TAG = re.compile(r"vllm[\w\-]*:v?(\d+\.\d+(?:\.\d+)?(?:\.post\d+)?)(?![\w.])")
+
+
+def _image_tag(store: FactStore) -> Sourced | None:
+    """`docker run vllm/vllm-openai:v0.9.2 ...` / a compose or Kubernetes `image:`: the tag is the release."""
+    dep = store.maybe("config.deployment")
+    for text in (getattr(dep, "program", None) or "", getattr(dep, "raw_text", None) or ""):
+        m = _IMAGE_TAG.search(text)
+        if m:
+            try:
+                return Sourced(parse_version(m.group(1)), f"the image tag in --cmd ({m.group(0)})")
+            except InvalidVersion:
+                continue
+    return None
 
 
 def _unrecognized_in_log(store: FactStore) -> bool:

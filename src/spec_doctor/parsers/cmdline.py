@@ -152,13 +152,162 @@ def _find_program(seg: list[str]) -> tuple[str, dict[str, str], list[str], str |
     return None
 
 
+# The Python API: `LLM(model=..., speculative_config={...})`, `EngineArgs(...)`, `AsyncEngineArgs(...)`.
+_API_CALLS = ("LLM", "EngineArgs", "AsyncEngineArgs")
+_API_CALL = re.compile(r"(?<![\w.])(?:vllm\.)?(?:" + "|".join(_API_CALLS) + r")\s*\(")
+# Keys under which docker-compose and Kubernetes manifests keep a container's command line.
+_MANIFEST_KEYS = ("entrypoint", "command", "args")
+
+
+def _literal(node: ast.AST) -> Any:
+    """A keyword value of the Python call: a literal, else its source text (a variable, an expression)."""
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return ast.unparse(node)
+
+
+def python_api_argv(text: str) -> tuple[str, list[str], str | None] | None:
+    """`LLM(model="m", speculative_config={...}, tensor_parallel_size=2)` -> (program, argv, model), read with
+    `ast` (never executed); None when the text holds no such call. Values that are not literals (variables)
+    are kept as their source text."""
+    m = _API_CALL.search(text)
+    if m is None:
+        return None
+    tree = None
+    # Parse from the call on; a paste may carry unrelated code around it, so try the call alone first.
+    start = m.start()
+    depth, end = 0, len(text)
+    quote: str | None = None
+    for i in range(m.end() - 1, len(text)):
+        ch = text[i]
+        if quote:
+            if ch == quote and text[i - 1] != "\\":
+                quote = None
+            continue
+        if ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                end = i + 1
+                break
+    for candidate in (text[start:end], text):
+        try:
+            tree = ast.parse(candidate.strip())
+            break
+        except SyntaxError:
+            continue
+    if tree is None:
+        raise InputError("--cmd: a Python vLLM call (LLM(...)) that Python cannot parse; check the brackets")
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        if name not in _API_CALLS:
+            continue
+        argv: list[str] = []
+        model = None
+        if node.args:
+            first = _literal(node.args[0])
+            model = first if isinstance(first, str) else None
+        for kw in node.keywords:
+            if kw.arg is None:
+                continue  # **kwargs: not readable without running the code
+            value = _literal(kw.value)
+            flag = "--" + kw.arg.replace("_", "-")
+            if value is True:
+                argv.append(flag)
+            elif value is False:
+                argv.append("--no-" + flag[2:])
+            elif value is None:
+                continue
+            elif isinstance(value, (dict, list)):
+                argv += [flag, json.dumps(value)]
+            else:
+                argv += [flag, str(value)]
+        return f"python {name}(...)", argv, model
+    return None
+
+
+def manifest_argv(text: str) -> tuple[list[str], dict[str, str], str | None] | None:
+    """A docker-compose service or Kubernetes container spec (YAML/JSON) -> (argv, env, image) of its command
+    line: `entrypoint` + `command` + `args`, each a list or a string; None when the text is no such manifest."""
+    if "\n" not in text.strip() and not text.lstrip().startswith(("[", "{")):
+        return None
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    if isinstance(data, list) and all(isinstance(x, (str, int, float)) for x in data):
+        return [str(x) for x in data], {}, None
+    found: list[tuple[list[str], dict[str, str], str | None]] = []
+
+    def words(value: Any) -> list[str]:
+        if isinstance(value, list):
+            return [str(x) for x in value if isinstance(x, (str, int, float, bool))]
+        if isinstance(value, str):
+            return tokenize(value)
+        return []
+
+    def env_of(node: dict) -> dict[str, str]:
+        env = node.get("env") or node.get("environment")
+        if isinstance(env, list):
+            out = {}
+            for item in env:
+                if isinstance(item, dict) and "name" in item:
+                    out[str(item["name"])] = str(item.get("value", ""))
+                elif isinstance(item, str) and "=" in item:
+                    k, _, v = item.partition("=")
+                    out[k] = v
+            return out
+        return {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
+
+    def walk(node: Any, depth: int = 0) -> None:
+        if depth > 12:
+            return
+        if isinstance(node, dict):
+            parts = [w for key in _MANIFEST_KEYS for w in words(node.get(key))]
+            if parts and any("vllm" in p or p.startswith("--") for p in parts):
+                image = node.get("image")
+                found.append((parts, env_of(node), image if isinstance(image, str) else None))
+                return
+            for v in node.values():
+                walk(v, depth + 1)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, depth + 1)
+
+    walk(data)
+    return found[0] if found else None
+
+
 def split_command(text: str) -> tuple[str, dict[str, str], list[str], str | None]:
     """Find the vLLM invocation in a command line: (program, env, argv, positional model).
 
+    Besides shell command lines this reads the Python API (`LLM(model=..., speculative_config={...})`, parsed
+    with `ast`, never run) and docker-compose / Kubernetes manifests (their command/args lists).
     Raises InputError when the text is not a vLLM command line.
     """
     if not text or not text.strip():
         raise InputError("--cmd is empty")
+    api = python_api_argv(text) if "(" in text and not re.search(r"(^|\s)(vllm\s+serve|-m\s+vllm)\b", text) else None
+    if api is not None:
+        program, argv, model = api
+        return program, {}, argv, model
+    manifest = manifest_argv(text)
+    if manifest is not None:
+        argv, env, image = manifest
+        found = _find_program(argv)
+        if found:
+            prog, env2, rest, model = found
+            return prog, {**env, **env2}, rest, model
+        if argv and argv[0].startswith("-"):
+            return (f"docker {image}" if image else "flags only"), env, argv, None
     tokens = tokenize(text)
     segs = _segments(tokens)
     for seg in segs:

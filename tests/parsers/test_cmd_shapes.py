@@ -1,0 +1,71 @@
+"""--cmd in the shapes users paste: the Python API, docker-compose and Kubernetes manifests, a bare args list."""
+
+from __future__ import annotations
+
+import pytest
+
+from spec_doctor.engine.facts import FactStore, InputError, load_providers
+from spec_doctor.engine.inputs import Inputs
+from spec_doctor.parsers.cmdline import parse_command
+
+
+def test_python_api_call_is_read_not_run():
+    p = parse_command('from vllm import LLM\nllm = LLM(model="meta-llama/Llama-3.1-8B", tensor_parallel_size=2,\n'
+                      '    speculative_config={"method": "eagle3", "model": "yuhuili/EAGLE3", '
+                      '"num_speculative_tokens": 3}, enforce_eager=True, max_model_len=mlen)')
+    assert p.model == "meta-llama/Llama-3.1-8B" and p.args["tensor_parallel_size"] == 2
+    assert p.args["speculative_config"]["method"] == "eagle3" and p.args["enforce_eager"] is True
+    assert p.args["max_model_len"] == "mlen"  # a variable: kept as its text, never evaluated
+    legacy = parse_command('LLM("Qwen/Qwen3-8B", speculative_model="[ngram]", num_speculative_tokens=5)')
+    assert legacy.model == "Qwen/Qwen3-8B" and legacy.args["speculative_model"] == "[ngram]"
+    with pytest.raises(InputError):
+        parse_command("LLM(model='x', speculative_config={")
+
+
+def test_python_api_never_executes(tmp_path):
+    marker = tmp_path / "ran"
+    parse_command(f"LLM(model=__import__('pathlib').Path('{marker}').touch())")
+    assert not marker.exists()
+
+
+def test_compose_and_kubernetes_manifests():
+    compose = parse_command("services:\n  vllm:\n    image: vllm/vllm-openai:v0.10.1\n    environment:\n"
+                            "      - VLLM_USE_V1=1\n    command: --model Qwen/Qwen3-8B --speculative-config "
+                            "'{\"method\":\"ngram\",\"num_speculative_tokens\":4}'\n")
+    assert compose.model == "Qwen/Qwen3-8B" and compose.env == {"VLLM_USE_V1": "1"}
+    assert compose.args["speculative_config"]["num_speculative_tokens"] == 4 and "v0.10.1" in compose.program
+    k8s = parse_command('spec:\n  containers:\n  - name: vllm\n    command: ["vllm", "serve"]\n    args:\n'
+                        '    - meta-llama/Llama-3.1-70B\n    - --tensor-parallel-size\n    - "4"\n'
+                        "    - --speculative-config\n    - '{\"method\": \"eagle\", \"num_speculative_tokens\": 5}'\n")
+    assert k8s.program == "vllm serve" and k8s.model == "meta-llama/Llama-3.1-70B"
+    assert k8s.args["tensor_parallel_size"] == 4 and k8s.args["speculative_config"]["method"] == "eagle"
+    assert parse_command('["--model", "m", "--max-num-seqs", "8"]').args["max_num_seqs"] == 8
+
+
+def _store(**kw) -> FactStore:
+    providers, _ = load_providers()
+    return FactStore(Inputs(**kw), providers)
+
+
+def test_image_tag_is_the_version():
+    s = _store(cmd="docker run --gpus all vllm/vllm-openai:v0.9.2 --model m --speculative-config "
+                   "'{\"method\": \"ngram\", \"num_speculative_tokens\": 3}'")
+    v = s.get("vllm.version")
+    assert str(v.value) == "0.9.2" and "image tag" in v.source
+
+
+@pytest.mark.parametrize("draft,method,model", [("ngram", "ngram", None), ("mtp", "mtp", None),
+                                                ("eagle3:yuhuili/EAGLE3-8B", "eagle3", "yuhuili/EAGLE3-8B"),
+                                                ("Qwen/Qwen2.5-0.5B", "draft_model", "Qwen/Qwen2.5-0.5B")])
+def test_draft_alone_switches_speculation_on(draft, method, model):
+    s = _store(draft=draft, target="Qwen/Qwen2.5-7B")
+    dep = s.get("config.deployment")
+    assert dep.speculative is not None and dep.speculative.source == "--draft"
+    assert dep.speculative.method == method and dep.speculative.model == model and dep.model == "Qwen/Qwen2.5-7B"
+    assert s.get("spec.evidence")["on"]
+
+
+def test_draft_does_not_override_a_command_line():
+    s = _store(cmd="vllm serve m --speculative-config '{\"method\": \"eagle\", \"model\": \"e\", "
+                   "\"num_speculative_tokens\": 2}'", draft="ngram")
+    assert s.get("config.deployment").speculative.method == "eagle"
