@@ -69,3 +69,39 @@ def test_draft_does_not_override_a_command_line():
     s = _store(cmd="vllm serve m --speculative-config '{\"method\": \"eagle\", \"model\": \"e\", "
                    "\"num_speculative_tokens\": 2}'", draft="ngram")
     assert s.get("config.deployment").speculative.method == "eagle"
+
+
+MULTILINE = """\
+INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.9.1
+INFO 05-01 10:00:00 [utils.py:1] non-default args: {'model': 'Qwen/Qwen3-32B',
+    'tensor_parallel_size': 2,
+    'speculative_config': {'method': 'eagle3',
+                           'model': 'AngelSlim/Qwen3-32B_eagle3',
+                           'num_speculative_tokens': 6},
+    'max_num_seqs': 64}
+"""
+PASTED = """\
+$ CUDA_VISIBLE_DEVICES=0 vllm serve meta-llama/Llama-3.1-8B-Instruct \\
+    --speculative-model meta-llama/Llama-3.2-1B-Instruct \\
+    --num-speculative-tokens 5 --use-v2-block-manager
+INFO 11-20 14:03:21 api_server.py:100] vLLM API server version 0.6.3
+usage: vllm serve [-h] [--model MODEL]
+"""
+
+
+def test_multiline_dump_in_a_log(tmp_path):
+    log = tmp_path / "vllm.log"
+    log.write_text(MULTILINE)
+    dep = _store(logs=[str(log)]).get("config.deployment")
+    assert dep.speculative is not None and dep.speculative.method == "eagle3"
+    assert dep.speculative.num_speculative_tokens == 6 and dep.max_num_seqs == 64
+    assert dep.tensor_parallel_size == 2
+
+
+def test_command_pasted_into_a_log(tmp_path):
+    log = tmp_path / "vllm.log"
+    log.write_text(PASTED)
+    dep = _store(logs=[str(log)]).get("config.deployment")
+    assert dep.model == "meta-llama/Llama-3.1-8B-Instruct" and dep.env == {"CUDA_VISIBLE_DEVICES": "0"}
+    assert dep.speculative is not None and dep.speculative.legacy and dep.speculative.num_speculative_tokens == 5
+    assert "command in the log" in dep.speculative.source

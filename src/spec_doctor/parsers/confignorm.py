@@ -22,7 +22,7 @@ _SPEC_INT_KEYS = ("num_speculative_tokens", "draft_tensor_parallel_size", "disab
 
 # -- tolerant repr parsing ------------------------------------------------------------------------
 
-def _outside_quotes(text: str, start: int = 0) -> Iterable[tuple[int, str]]:
+def outside_quotes(text: str, start: int = 0) -> Iterable[tuple[int, str]]:
     """(index, char) of the characters of a Python repr that are not inside a string literal."""
     quote: str | None = None
     i = start
@@ -46,7 +46,7 @@ def _split_top(text: str, sep: str = ",") -> list[str]:
     items: list[str] = []
     depth = 0
     start = 0
-    for i, ch in _outside_quotes(text):
+    for i, ch in outside_quotes(text):
         if ch in "([{":
             depth += 1
         elif ch in ")]}":
@@ -62,7 +62,7 @@ def _closing(text: str, open_at: int) -> int:
     """Index of the bracket closing the one at open_at, or len(text) when the text is cut off."""
     pairs = {"(": ")", "[": "]", "{": "}"}
     stack: list[str] = []
-    for i, ch in _outside_quotes(text, open_at):
+    for i, ch in outside_quotes(text, open_at):
         if ch in pairs:
             stack.append(pairs[ch])
         elif stack and ch == stack[-1]:
