@@ -244,3 +244,11 @@ def test_temperature_from_the_models_generation_config_is_a_weaker_hint():
                                                      **{"models.target": target})
     cool = SimpleNamespace(generation_config={"temperature": 0.6}, source="m")
     assert "config.scheduler.temperature" not in run(cmd, "0.12.0", **{"models.target": cool})
+
+
+def test_k_severity_grows_with_magnitude():
+    base = "vllm serve m --speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": %d}'"
+    k8 = run(base % 8, "0.10.1")["config.scheduler.k-large"]
+    k300 = run(base % 300, "0.10.1")["config.scheduler.k-large"]
+    assert k8.severity is Severity.WARNING and k300.severity is Severity.ERROR
+    assert k300.confidence > k8.confidence and k300.impact_score > k8.impact_score

@@ -7,6 +7,7 @@ vLLM version is unknown, version-gated findings say so and carry a lower confide
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -781,13 +782,19 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
             fix=Fix("Leave headroom:", ("--gpu-memory-utilization 0.90",)),
             impact="no out-of-memory at graph capture or under load", impact_score=0.5, data={"value": gmu}))
     if k is not None and k > 7:
+        # The waste grows with K: every step verifies K+1 tokens while acceptance decays geometrically, so
+        # K in the tens or hundreds is far worse than K=8 (and makes every step compute-bound).
+        doublings = math.log2(k / 8)
+        sev = Severity.ERROR if k >= 32 else Severity.WARNING
         out.append(Finding(
-            "config.scheduler.k-large", Category.K_TOO_LARGE, Severity.WARNING, 0.6,
-            f"num_speculative_tokens={k}: positions beyond ~5 are rarely accepted, but every one is verified",
+            "config.scheduler.k-large", Category.K_TOO_LARGE, sev, round(min(0.95, 0.6 + 0.1 * doublings), 3),
+            f"num_speculative_tokens={k}: positions beyond ~5 are rarely accepted, but every one is verified"
+            + (f" ({k + 1} tokens per sequence per step)" if k >= 32 else ""),
             evidence=(_spec_ev(cfg),),
             fix=Fix("Start at 3-5 and tune with the per-position acceptance rates:",
                     (_k_fix(cfg, version, 4),)),
-            impact="less wasted verification compute per step", impact_score=0.5, data={"k": k}))
+            impact="less wasted verification compute per step", impact_score=round(min(0.9, 0.5 + 0.1 * doublings), 3),
+            data={"k": k}))
     temp, temp_src, conf = cfg.temperature, cfg.sources.get("temperature", cfg.origin), 0.5
     target = facts.get("models.target")
     gen = getattr(target, "generation_config", None) or {}

@@ -12,6 +12,7 @@ from typing import Any
 
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
 from spec_doctor.engine.registry import check
+from spec_doctor.knowledge import acceptance as acc
 from spec_doctor.knowledge.data import load, threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
 from spec_doctor.knowledge.temperature import hot_sampling
@@ -232,14 +233,20 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
         desc += "; per position " + ", ".join(f"{p:.3f}" for p in per)
     ev = Evidence(src, desc)
     # Exact zeros after a well-accepted position: the engine, not the draft.
-    tail = _tail_zero(per, s.pos_drafts)
-    if tail is not None:
+    zt = acc.zero_tail(per, s.pos_drafts)
+    tail = zt[0] if zt is not None and zt[1] < threshold("dead_tail_max_chance") else None
+    if tail is not None and zt is not None:
         bug = _bugs().get("per-position-tail-zero", {})
-        out.append(Finding("logs.acceptance.tail-zero", Category.ENGINE_BUG, Severity.WARNING, 0.75,
+        chance = zt[1]
+        out.append(Finding("logs.acceptance.tail-zero", Category.ENGINE_BUG, Severity.WARNING,
+                           acc.chance_confidence(chance),
                            f"Positions {tail + 1}-{len(per)} are never accepted (0.000) right after position "
                            f"{tail} at {per[tail - 1]:.3f}: an engine/drafter bug, not a weak draft",
-                           (ev,), Fix(bug.get("fix", ""), tuple(bug.get("commands", ()))),
-                           impact=bug.get("meaning"), impact_score=0.6, data={**data, "first_zero_position": tail + 1}))
+                           (ev, Evidence(src, f"~{s.pos_drafts:.0f} drafts: a working drafter's position {tail + 1} "
+                                              f"would accept with a chance of zero accepts below {chance:.1e}")),
+                           Fix(bug.get("fix", ""), tuple(bug.get("commands", ()))),
+                           impact=bug.get("meaning"), impact_score=0.6,
+                           data={**data, "first_zero_position": tail + 1, "chance": chance}))
     low = False
     if s.drafted >= threshold("min_drafted_tokens"):
         if v0:
@@ -256,7 +263,8 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
         # At a hot temperature sampling is not ruled out (sampling.temperature reports that): the draft
         # itself can only be judged at T=0.
         out.append(Finding("logs.acceptance.low", Category.LOW_ACCEPTANCE, Severity.INFO if hot else Severity.WARNING,
-                           0.35 if hot else 0.7,
+                           0.35 if hot else acc.evidence_confidence(0.7, s.drafted,
+                                                                    10 * threshold("min_drafted_tokens")),
                            f"The draft is rarely accepted: {desc}"
                            + (f" (at temperature {hot[0]:g}: sampling not ruled out)" if hot else ""),
                            (ev,), Fix("Measure acceptance at temperature 0 on your own prompts, then try a draft "
@@ -272,30 +280,21 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
     # K too large: the last position is almost never accepted (gradual curve, not exact zeros).
     if tail is None and not hot and len(per) >= 2 and per[-1] < 0.10 and s.pos_drafts >= 50:
         keep = max(1, sum(1 for p in per if p >= 0.15))
-        out.append(Finding("logs.acceptance.k-too-large", Category.K_TOO_LARGE, Severity.WARNING, 0.6,
+        # Stronger with more drafts behind the curve and with more wasted positions (K=15 with 3 working ones
+        # wastes far more than K=4 with 3).
+        wasted = (len(per) - keep) / len(per)
+        conf = acc.evidence_confidence(0.45 + 0.3 * wasted, s.pos_drafts, 200)
+        out.append(Finding("logs.acceptance.k-too-large", Category.K_TOO_LARGE, Severity.WARNING, conf,
                            f"Draft positions {keep + 1}-{len(per)} are accepted less than 15% of the time; K={len(per)} "
                            f"wastes verification", (ev,),
                            Fix(f"Lower num_speculative_tokens to {keep}.",
                                (speculative_config_flag(spec, keep),)),
-                           impact_score=0.4, data={**data, "suggested_k": keep}))
+                           impact_score=round(0.3 + 0.4 * wasted, 3), data={**data, "suggested_k": keep}))
     fall = _falling(s)
     if fall:
         out.append(Finding("logs.acceptance.falling", Category.LOW_ACCEPTANCE, Severity.INFO, 0.5, fall[0], (Evidence(src, fall[1]),),
                            impact_score=0.2, data=data))
     return out
-
-
-def _tail_zero(per: tuple, drafts: float) -> int | None:
-    """1-based index of the last non-zero position when all later ones are exactly 0 and a real
-    (even poor, 10 %) conditional acceptance would have given at least 5 accepted tokens there."""
-    if len(per) < 2 or per[-1] > 0.0:
-        return None
-    last = max((i for i, p in enumerate(per) if p > 0.0), default=-1)
-    if last < 0:
-        return None
-    if per[last] >= 0.2 and drafts * per[last] * 0.1 >= 5:
-        return last + 1
-    return None
 
 
 def _falling(s) -> tuple[str, str] | None:

@@ -249,6 +249,7 @@ class SpecLine:
     accepted_tps: float | None = None
     drafted_tps: float | None = None
     cut: bool = False  # the line was cut before its end
+    counts: bool = True  # False: cut before the accepted/drafted counts (only rates or lengths are known)
 
 
 def parse_spec(msg: str) -> SpecLine | None:
@@ -284,6 +285,45 @@ def parse_spec(msg: str) -> SpecLine | None:
         e = fnum(eff)
         return SpecLine("v0", int(acc), int(dr), fnum(rate), None if e is None else e * (kk + 1), (), kk,
                         emitted=int(emit), efficiency=e)
+    return parse_spec_partial(msg)
+
+
+# Fields of a spec-decode metrics line, for lines cut before their end (a paste, a terminal width, a log
+# shipper's size limit): read as far as the line goes. A number must be followed by its separator to count
+# (a number cut mid-digits is not a number).
+_PART_V0 = {"rate": r"Draft acceptance rate: ([\d.]+),", "eff": r"System efficiency: ([\d.]+),",
+            "k": r"Number of speculative tokens: (\d+),", "acc": r"Number of accepted tokens: (\d+),",
+            "dr": r"Number of draft tokens(?: tokens)?: (\d+),", "emit": r"Number of emitted tokens(?: tokens)?: (\d+)\b\.?"}
+_PART_V1 = {"rate": r"(?<!Avg )Draft acceptance rate: ([\d.]+)%", "mal": r"Mean acceptance length: ([\d.]+),",
+            "acc_tps": r"Accepted throughput: ([\d.]+) tokens/s", "dr_tps": r"Drafted throughput: ([\d.]+) tokens/s",
+            "acc": r"Accepted: (\d+) tokens", "dr": r"Drafted: (\d+) tokens",
+            "pos": r"Per-position acceptance rate: ?([\d., na]*)", "avg": r"Avg Draft acceptance rate: ([\d.]+)%"}
+_PART_RX = {k: {f: re.compile(r) for f, r in v.items()} for k, v in (("v0", _PART_V0), ("v1", _PART_V1))}
+
+
+def parse_spec_partial(msg: str) -> SpecLine | None:
+    """A spec-decode metrics line that the full formats do not match because it was cut: every field that is
+    complete. None when not even one number survived."""
+    if "Speculative metrics: " in msg:
+        g = {f: (m.group(1) if (m := rx.search(msg)) else None) for f, rx in _PART_RX["v0"].items()}
+        if not any(g.values()):
+            return None
+        k = int(g["k"]) if g["k"] else None
+        e = fnum(g["eff"])
+        counts = g["acc"] is not None and g["dr"] is not None
+        return SpecLine("v0", int(g["acc"] or 0), int(g["dr"] or 0), fnum(g["rate"]),
+                        None if e is None or k is None else e * (k + 1), (), k,
+                        emitted=int(g["emit"]) if g["emit"] else None, efficiency=e, cut=True, counts=counts)
+    if "SpecDecoding metrics: " in msg:
+        g = {f: (m.group(1) if (m := rx.search(msg)) else None) for f, rx in _PART_RX["v1"].items()}
+        if not any(v for f, v in g.items() if f != "pos"):
+            return None
+        fmt = "v1c" if "Accepted throughput" in msg or g["avg"] else "v1b" if g["mal"] else "v1a"
+        per = parse_rates(g["pos"])
+        counts = g["acc"] is not None and g["dr"] is not None
+        rate = _pct(g["rate"] or g["avg"])
+        return SpecLine(fmt, int(g["acc"] or 0), int(g["dr"] or 0), rate, fnum(g["mal"]), per, len(per) or None,
+                        accepted_tps=fnum(g["acc_tps"]), drafted_tps=fnum(g["dr_tps"]), cut=True, counts=counts)
     return None
 
 

@@ -97,6 +97,9 @@ class Stream:
     pos_accepted: list = field(default_factory=list)  # V1: accepted tokens per position
     pos_drafts: float = 0.0  # drafts behind pos_accepted
     emitted: int = 0  # V0
+    # From metrics lines cut before their counts: what they still show (fractions; tokens per step).
+    partial_rates: list = field(default_factory=list)
+    partial_mean_lens: list = field(default_factory=list)
     v0_last: tuple[int, int, int] | None = None
     v0_eff: float | None = None
     # stats aggregates
@@ -146,11 +149,17 @@ class Stream:
             return None
         if self.drafts > 0:
             return 1.0 + self.accepted / self.drafts
+        if self.partial_mean_lens:
+            return sum(self.partial_mean_lens) / len(self.partial_mean_lens)
         return None
 
     @property
     def acceptance_rate(self) -> float | None:
-        return self.accepted / self.drafted if self.drafted else None
+        if self.drafted:
+            return self.accepted / self.drafted
+        if self.partial_rates:
+            return sum(self.partial_rates) / len(self.partial_rates)
+        return None
 
     @property
     def per_position(self) -> tuple[float, ...]:
@@ -237,6 +246,15 @@ class Stream:
         self.spec_formats.add(sp.fmt)
         if sp.k:
             self.k = max(self.k or 0, sp.k)
+        if not sp.counts:
+            # Cut before its counts: the rates and lengths it still shows, never as counters.
+            if sp.rate is not None:
+                self.partial_rates.append(sp.rate)
+            if sp.mean_len is not None:
+                self.partial_mean_lens.append(sp.mean_len)
+            if sp.efficiency is not None:
+                self.v0_eff = sp.efficiency
+            return
         if sp.fmt == "v0":
             prev = self.v0_last
             cur = (sp.accepted, sp.drafted, sp.emitted or 0)
