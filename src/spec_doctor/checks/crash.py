@@ -136,8 +136,8 @@ def messages(facts: Mapping[str, Any]) -> list[Finding]:
                     continue  # a warning unrelated to speculation: not this tool's business
                 entry = by_template.setdefault(tpl["template"], {"tpl": tpl, "events": []})
                 entry["events"].append(e)
-            elif e["level"] in ("ERROR", "CRITICAL") and not tpl:
-                unknown.append(e)
+            elif e["level"] in ("ERROR", "CRITICAL") and (not tpl or tpl["category"] == "none"):
+                unknown.append(e)  # an error line is never silence, catalogued or not
     out = []
     for entry in by_template.values():
         tpl, evs = entry["tpl"], entry["events"]

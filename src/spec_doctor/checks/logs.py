@@ -74,7 +74,10 @@ def _spec_method(facts: Mapping[str, Any]) -> str | None:
 
 
 def _spec_on(facts: Mapping[str, Any]) -> bool:
-    return bool(_spec_configured(facts)) or any(f.spec_streams for f in _files(facts))
+    """Speculation configured or seen in any input (collectors/core.py spec.evidence: a warning about it, a
+    drafter loading, --draft, V0 or V1 metrics lines...)."""
+    ev = facts.get("spec.evidence")
+    return bool(_spec_configured(facts)) or any(f.spec_streams for f in _files(facts)) or bool(ev and ev.get("on"))
 
 
 @lru_cache(maxsize=1)
@@ -107,7 +110,7 @@ def input_quality(facts: Mapping[str, Any]) -> list[Finding]:
                                Fix("Pass the vLLM server's own output (stdout/stderr), e.g. captured with tee.",
                                    ("vllm serve ... 2>&1 | tee vllm.log",)), impact_score=0.3))
             continue
-        if (f.records == 0 and not f.signatures and not f.streams and not f.bench):
+        if (f.records == 0 and not f.signatures and not f.streams and not f.bench and not f.ev.tracebacks):
             out.append(Finding("logs.input.no-vllm-lines", Category.MEASUREMENT, Severity.INFO, 0.8,
                                f"No vLLM log line recognized in {f.display} ({f.lines} lines)",
                                (Evidence(f.display, "no vLLM header, metrics line or known error text"),),
@@ -132,7 +135,7 @@ def _explained(f: Any, h: Any) -> bool:
 @check("logs.errors", categories=["vocab-mismatch", "env-version", "config-unsupported-combo", "config-deprecated",
                                   "oom", "spec-inactive", "cuda-graph", "k-too-large", "env-platform",
                                   "engine-bug"],
-       needs=["logs.files"], wants=["config.deployment", "vllm.version"],
+       needs=["logs.files"], wants=["config.deployment", "vllm.version", "spec.evidence"],
        findings=_signature_finding_ids(),
        sources=["knowledge/data/log_signatures.toml", "https://github.com/vllm-project/vllm/tree/v0.33.0/vllm"])
 def known_errors(facts: Mapping[str, Any]) -> list[Finding]:

@@ -78,6 +78,9 @@ def vllm_version(store: FactStore) -> Sourced:
     raise FactUnavailable("vLLM version unknown (pass --vllm-version, a log with the banner, or install vLLM)")
 
 
+_SPEC_TEXT = re.compile(r"(?i)(?<![\w-])(spec(?:ulative)?[ _-]?decod\w*|speculative[ _](?:config|model|tokens?)|"
+                        r"num_speculative_tokens|drafter|draft model|eagle-?3?|deepseek_mtp|mtp (?:layer|module)s?|"
+                        r"ngram (?:proposer|speculat\w*)|suffix decoding|dflash)(?![\w-])")
 _IMAGE_TAG = re.compile(r"vllm[\w\-]*:v?(\d+\.\d+(?:\.\d+)?(?:\.post\d+)?)(?![\w.])")
 
 
@@ -198,9 +201,16 @@ def spec_evidence(store: FactStore) -> dict:
     for w in store.maybe("metrics.deltas") or []:
         if any(d.has_spec_counters and (d.num_drafts or 0) > 0 for d in w.engines.values()):
             sources.append(f"{w.window_label}: spec-decode counters")
+    for lf in store.maybe("logs.files") or []:
+        if not getattr(lf, "error", None) and "drafter_loading" in lf.startup:
+            sources.append(lf.startup["drafter_loading"].source)
     for f in store.maybe("logs.events") or []:
         sources += [e["source"] for e in f["events"]
                     if e["template"] and e["template"]["spec_related"] and e["template"]["category"] != "none"][:2]
+        # A warning or error whose own text is about speculation (`... with spec-decode`, `EAGLE ...`,
+        # `num_speculative_tokens ...`) comes only from an engine that was asked to speculate.
+        sources += [e["source"] for e in f["events"] if _SPEC_TEXT.search(e["text"])
+                    and "speculative_config=None" not in e["text"]][:2]
         sources += [t["source"] for t in f["tracebacks"]
                     if any("spec_decode" in m or "proposer" in m for m in t["modules"])][:1]
     if sources:

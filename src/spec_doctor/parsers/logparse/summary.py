@@ -409,7 +409,8 @@ class LogFile:
             if len(self.era_texts) < MAX_ERA_TEXTS:
                 self.era_texts.append((lineno, msg[:400]))
         if rec.level in EVENT_LEVELS or self.ev.active or "Traceback" in msg or (
-                rec.level is None and ('File "' in msg or "Error" in msg or "Exception" in msg)):
+                rec.level is None and ('File "' in msg or "Error" in msg or "Exception" in msg
+                                       or "Assertion `" in msg)):
             self.ev.feed(lineno, rec.level, msg, rec.pid)
         search = L.search if fast else _search
         m = search(L.PREFIX_V0, msg)
@@ -590,7 +591,7 @@ def build_prefilter() -> re.Pattern[bytes]:
 
 
 CONTEXT = {b"Serving Benchmark Result": 40}
-NEEDLES = L.NEEDLES + (b"Traceback", b'File "', b"Exception", b"Serving Benchmark Result", b"vocab_size", b"undefined symbol", b"out of memory", b"not supported with spec-decode",
+NEEDLES = L.NEEDLES + (b"Traceback", b'File "', b"Exception", b"Assertion `", b"Serving Benchmark Result", b"vocab_size", b"undefined symbol", b"out of memory", b"not supported with spec-decode",
                           # pydantic's error-type tag on the line after a config ValidationError
                           b"[type=")
 
