@@ -328,6 +328,7 @@ FAST_TARGET_TOKS_PER_SEQ = 200.0  # single-sequence decode speed without specula
        findings={"logs.regime.high-concurrency": "batches are so large that verifying K drafts per sequence is compute-bound",
                  "logs.regime.prefill-bound": "prompt throughput dwarfs generation: speculation only speeds decode",
                  "logs.regime.kv-pressure": "KV cache full with requests waiting, or preemptions",
+                 "logs.regime.kv-rising": "KV usage >= 90 % and rising with no queue yet",
                  "logs.regime.kv-ok": "KV pressure is not the problem (usage and preemptions checked)",
                  "logs.regime.fast-target": "the target alone decodes so fast that drafting overhead cannot pay"},
        sources=[STATS, "https://github.com/vllm-project/vllm/blob/v0.9.2/vllm/core/scheduler.py"])
@@ -347,6 +348,8 @@ def regime(facts: Mapping[str, Any]) -> list[Finding]:
     for f in files:
         for s in f.stats_streams:
             out.extend(_regime_stream(f, s, k_cfg, version))
+        if not any(x.id == "logs.regime.prefill-bound" for x in out):
+            out.extend(_bench_prefill(f))
         if f.v0_preemption_warnings:
             lines = ", ".join(str(n) for n in f.v0_preemption_lines)
             out.append(_kv_finding(f"{f.display}:{lines}",
@@ -401,18 +404,33 @@ def _regime_stream(f, s, k_cfg: int | None, version) -> list[Finding]:
                                impact="At this batch size each extra verified token costs real compute.",
                                impact_score=0.7, data={"median_running": running, "k": k,
                                                        "tokens_per_step": step_tokens}))
-    if len(traffic) >= 3:
+    if traffic:
         p = sum(w.stats.prompt_tps or 0 for w in traffic)
         g = sum(w.stats.gen_tps or 0 for w in traffic)
-        if g > 0 and p / g >= 8:
-            out.append(Finding("logs.regime.prefill-bound", Category.PREFILL_BOUND, Severity.WARNING, 0.6,
-                               f"Prefill-bound: prompt throughput is {p / g:.0f}x generation throughput",
-                               (Evidence(src, f"avg prompt {p / len(traffic):.1f} tok/s vs generation "
-                                              f"{g / len(traffic):.1f} tok/s over {len(traffic)} windows"),),
-                               Fix("Speculation only speeds decode; tune prefill instead (chunked prefill budget, "
-                                   "prefix caching) and judge speculation on decode-heavy traffic.",
-                                   ("--max-num-batched-tokens 8192", "--enable-prefix-caching")),
-                               impact_score=0.4, data={"prompt_to_generation": p / g}))
+        if g > 0 and p / g >= PREFILL_RATIO:
+            # Fewer windows, weaker evidence (a burst of arrivals can fill one window with prompts).
+            conf = acc.evidence_confidence(0.6, len(traffic), 3)
+            out.append(_prefill_finding(
+                f"prompt throughput is {p / g:.0f}x generation throughput",
+                Evidence(src, f"avg prompt {p / len(traffic):.1f} tok/s vs generation {g / len(traffic):.1f} tok/s "
+                              f"over {len(traffic)} window(s)"),
+                Severity.WARNING if len(traffic) >= 3 else Severity.INFO, conf, {"prompt_to_generation": p / g}))
+    rising = _kv_rising(s)
+    if rising is not None and s.kv_high_waiting < 2 and not s.preemptions:
+        first, last = rising
+        out.append(Finding("logs.regime.kv-rising", Category.KV_PRESSURE, Severity.WARNING,
+                           acc.evidence_confidence(0.6, last[0] - first[0] + 1, KV_RISING_WINDOWS),
+                           f"KV cache {last[1].stats.kv_usage:.1f}% full and rising, no queue yet: the next burst "
+                           "preempts or queues requests",
+                           (Evidence(f"{f.display}:{first[1].line}-{last[1].line}",
+                                     f"GPU KV usage {first[1].stats.kv_usage:.1f}% -> {last[1].stats.kv_usage:.1f}% "
+                                     f"over {last[0] - first[0] + 1} windows, Waiting 0"),),
+                           Fix("Give the KV cache room before it fills: raise --gpu-memory-utilization, lower "
+                               "--max-num-seqs or --max-model-len, use an fp8 KV cache, or a smaller draft/K.",
+                               ("--gpu-memory-utilization 0.95", "--kv-cache-dtype fp8")),
+                           impact="A full KV cache preempts running requests (recomputed later) or makes new ones wait.",
+                           impact_score=0.5, data={"kv_usage_pct": last[1].stats.kv_usage,
+                                                   "from_pct": first[1].stats.kv_usage}))
     if s.kv_high_waiting >= 2 or s.preemptions:
         parts = []
         if s.kv_high_waiting:
@@ -441,6 +459,61 @@ def _regime_stream(f, s, k_cfg: int | None, version) -> list[Finding]:
                                impact="Per-step drafting and verification overhead is fixed; a fast target "
                                       "leaves it nothing to amortize.", impact_score=0.6,
                                data={"tokens_per_s_per_seq": rates[best]}))
+    return out
+
+
+PREFILL_RATIO = 8.0  # prompt tokens per generated token above which speculation (decode only) cannot matter much
+PREFILL_TIME_SHARE = 0.5  # share of a request's time spent before its first token
+KV_HIGH_PCT = 90.0
+KV_RISING_WINDOWS = 3
+
+
+def _prefill_finding(detail: str, ev: Evidence, sev: Severity, conf: float, data: dict) -> Finding:
+    return Finding("logs.regime.prefill-bound", Category.PREFILL_BOUND, sev, conf, f"Prefill-bound: {detail}", (ev,),
+                   Fix("Speculation only speeds decode; tune prefill instead (chunked prefill budget, prefix caching) "
+                       "and judge speculation on decode-heavy traffic.",
+                       ("--max-num-batched-tokens 8192", "--enable-prefix-caching")),
+                   impact_score=0.4, data=data)
+
+
+def _kv_rising(s) -> tuple | None:
+    """((i, window), (j, window)): the run of stats windows at the end of the stream where GPU KV usage climbs
+    to >= KV_HIGH_PCT without a single waiting request (None: not seen)."""
+    ws = [w for w in s.windows if w.stats is not None and w.stats.kv_usage is not None]
+    if len(ws) < KV_RISING_WINDOWS or ws[-1].stats.kv_usage < KV_HIGH_PCT:
+        return None
+    j = len(ws) - 1
+    i = j
+    while i > 0 and ws[i - 1].stats.kv_usage <= ws[i].stats.kv_usage and not (ws[i - 1].stats.waiting or 0):
+        i -= 1
+    if (ws[j].stats.waiting or 0) or j - i + 1 < KV_RISING_WINDOWS or ws[j].stats.kv_usage - ws[i].stats.kv_usage < 5:
+        return None
+    return (i, ws[i]), (j, ws[j])
+
+
+def _bench_prefill(f) -> list[Finding]:
+    """Prefill dominance from a `vllm bench serve` result: input vs generated tokens per request, or the share of a
+    request's time before its first token (TTFT vs TTFT + TPOT x (output tokens - 1))."""
+    out = []
+    for b in f.bench:
+        n = b.get("successful_requests")
+        tin, tout = b.get("total_input_tokens"), b.get("total_generated_tokens")
+        ttft, tpot = b.get("mean_ttft_ms"), b.get("mean_tpot_ms")
+        if not n or not tin or not tout:
+            continue
+        per_in, per_out = tin / n, tout / n
+        share = None
+        if ttft is not None and tpot is not None and per_out > 1:
+            share = ttft / (ttft + tpot * (per_out - 1))
+        ratio = per_in / per_out
+        if ratio >= PREFILL_RATIO or (share is not None and share >= PREFILL_TIME_SHARE):
+            detail = (f"{per_in:.0f} prompt tokens per {per_out:.0f} generated per request"
+                      + (f"; {100 * share:.0f}% of each request's time is before its first token"
+                         if share is not None else ""))
+            out.append(_prefill_finding(detail, Evidence(b["source"], "`vllm bench serve` result: " + detail),
+                                        Severity.WARNING, acc.evidence_confidence(0.65, n, 100),
+                                        {"prompt_tokens_per_request": per_in, "output_tokens_per_request": per_out,
+                                         "prefill_time_share": share}))
     return out
 
 
