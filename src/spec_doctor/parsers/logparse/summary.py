@@ -120,6 +120,7 @@ class Stream:
     traffic_after_spec_first: int | None = None
     # the last window, where the spec line of this interval lands
     _current: Window | None = None
+    also: list = field(default_factory=list)  # line ranges of excerpts of the same server merged in (absorb)
 
     @property
     def label(self) -> str:
@@ -133,6 +134,26 @@ class Stream:
         return f"{self.file} ({', '.join(parts)})" if parts else self.file
 
     def lines_range(self) -> str:
+        own = self._own_range()
+        return "; ".join([own, *self.also]) if self.also else own
+
+    def absorb(self, other: Stream) -> None:
+        """Continue this stream with a later excerpt of the same server (another --log file): its windows are
+        replayed in order, so V0's cumulative counters, per-position sums and time order stay right. Line
+        numbers of this file's evidence stay this file's; the other excerpt's range is kept in `also`."""
+        keep = (self.first_line, self.last_line, self.first_spec_line, self.last_spec_line,
+                list(self.kv_high_waiting_lines), list(self.preemption_lines))
+        self._current = None
+        for w in list(other.windows):
+            if w.stats is not None:
+                self.add_stats(w.line, w.ts_text, w.stats)
+            if w.spec is not None:
+                self.add_spec(w.spec_line or w.line, w.ts_text, w.spec)
+        (self.first_line, self.last_line, self.first_spec_line, self.last_spec_line,
+         self.kv_high_waiting_lines, self.preemption_lines) = keep
+        self.also += [other._own_range(), *other.also]
+
+    def _own_range(self) -> str:
         if self.first_line is None:
             return self.file
         if self.first_line == self.last_line:
@@ -335,6 +356,10 @@ class LogFile:
     header_styles: dict = field(default_factory=dict)
     # Start-up and event texts (first MAX_ERA_TEXTS records) kept for the version-era signals of kind "text".
     era_texts: list = field(default_factory=list)
+    # Excerpts of one server given as several --log files (collectors/logs.py): [(display, why)] merged into this
+    # file's streams, or the (display, why) of the file this one's streams went to.
+    merged_from: list = field(default_factory=list)
+    merged_into: tuple | None = None
     _last_engine: dict = field(default_factory=dict)  # (prefix, pid) -> engine index
     _prev_text: str = ""
 
@@ -558,6 +583,69 @@ class LogFile:
             hit.last_line = lineno
 
     # -- summaries others use ------------------------------------------------------------------
+    def time_span(self) -> tuple[float, float] | None:
+        firsts = [s.first_ts for s in self.streams.values() if s.first_ts is not None]
+        lasts = [s.last_ts for s in self.streams.values() if s.last_ts is not None]
+        return (min(firsts), max(lasts)) if firsts and lasts else None
+
+    def served_model(self) -> str | None:
+        from spec_doctor.parsers.confignorm import parse_log_payload
+
+        for c in self.config_lines:
+            model = parse_log_payload(c["text"]).get("model")
+            if isinstance(model, str):
+                return model.rstrip("/").rsplit("/", 1)[-1]
+        return None
+
+    def same_server(self, other: LogFile) -> str | None:
+        """Why `other` is another excerpt of this file's server (None: it is not, or nothing says so): the same
+        process id (or the same version and model), no disagreement on version or model, and no overlap in time
+        (one server logs one line at a time; two excerpts covering the same minutes are two servers)."""
+        if not [s for s in self.streams.values() if s.n_stats or s.n_spec] or \
+                not [s for s in other.streams.values() if s.n_stats or s.n_spec]:
+            return None
+        va, vb = self.vllm_version, other.vllm_version
+        if va is not None and vb is not None and va.value != vb.value:
+            return None
+        ma, mb = self.served_model(), other.served_model()
+        if ma and mb and ma != mb:
+            return None
+        sa, sb = self.spec_config, other.spec_config
+        if sa and sb and {k: v for k, v in sa.items() if k != "source"} != {k: v for k, v in sb.items() if k != "source"}:
+            return None  # another speculative config: another server
+        dumps_a = {c["kind"]: c["text"] for c in self.config_lines if c["kind"] in ("non-default-args", "args")}
+        dumps_b = {c["kind"]: c["text"] for c in other.config_lines if c["kind"] in ("non-default-args", "args")}
+        if any(dumps_a[k] != dumps_b[k] for k in dumps_a.keys() & dumps_b.keys()):
+            return None  # started with other arguments
+        ta, tb = self.time_span(), other.time_span()
+        if ta is not None and tb is not None and ta[0] <= tb[1] and tb[0] <= ta[1]:
+            return None
+        pa = {(s.prefix, s.proc, s.pid) for s in self.streams.values() if s.pid is not None}
+        pb = {(s.prefix, s.proc, s.pid) for s in other.streams.values() if s.pid is not None}
+        if pa & pb:
+            shared = ", ".join(f"{p[1] or 'pid'} pid={p[2]}" for p in sorted(pa & pb, key=str))
+            return f"the same process ({shared})"
+        if ta is not None and tb is not None and va is not None and vb is not None and ma and ma == mb:
+            return f"the same vLLM {va.value} serving {ma}, one excerpt after the other"
+        return None
+
+    def absorb(self, other: LogFile) -> int:
+        """Merge the stats/spec streams of a later excerpt of the same server into this file's; returns how many
+        streams were merged (the rest stay in `other`)."""
+        merged = 0
+        mine = {k: s for k, s in self.streams.items() if s.n_stats or s.n_spec}
+        theirs = {k: s for k, s in other.streams.items() if s.n_stats or s.n_spec}
+        for key, st in list(theirs.items()):
+            target = mine.get(key)
+            if target is None and len(mine) == 1 and len(theirs) == 1:
+                target = next(iter(mine.values()))
+            if target is None:
+                continue
+            target.absorb(st)
+            del other.streams[key]
+            merged += 1
+        return merged
+
     def first_window_line(self) -> int | None:
         lines = [s.first_line for s in self.streams.values() if s.first_line is not None and s.n_stats + s.n_spec]
         return min(lines) if lines else None
