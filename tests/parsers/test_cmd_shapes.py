@@ -105,3 +105,27 @@ def test_command_pasted_into_a_log(tmp_path):
     assert dep.model == "meta-llama/Llama-3.1-8B-Instruct" and dep.env == {"CUDA_VISIBLE_DEVICES": "0"}
     assert dep.speculative is not None and dep.speculative.legacy and dep.speculative.num_speculative_tokens == 5
     assert "command in the log" in dep.speculative.source
+
+
+def test_json_values_as_reports_paste_them():
+    from spec_doctor.checks import config as config_checks
+    from spec_doctor.parsers.confignorm import from_parsed
+
+    # Elided in the report: read, and nothing to report (the real command had the rest).
+    elided = from_parsed(parse_command("vllm serve ... --tensor-parallel-size 2 ... --speculative-config "
+                                       "'{\"method\":\"ngram\",...}'"))
+    assert elided.speculative.method == "ngram" and not elided.malformed and elided.model is None
+    # Quotes lost (the shell split the value and ate its double quotes): rejoined, read, and reported.
+    lost = from_parsed(parse_command("vllm serve m --speculative-config {\"method\": \"deepseek_mtp\", "
+                                     "\"num_speculative_tokens\": 3} --port 8001"))
+    assert lost.speculative.method == "deepseek_mtp" and lost.speculative.num_speculative_tokens == 3
+    assert lost.args["port"] == 8001 and "speculative_config" in lost.malformed
+    found = {f.id for f in config_checks.flags.fn({"config.deployment": lost, "vllm.version": None})}
+    assert "config.flags.malformed-json" in found
+
+
+def test_python_script_with_engine_flags():
+    p = parse_command('VLLM_USE_V1=1 python examples/offline_inference/eagle.py --dataset="q.jsonl" '
+                      "--num_spec_tokens 4 --max_num_seqs 1")
+    assert p.program == "python examples/offline_inference/eagle.py" and p.args["max_num_seqs"] == 1
+    assert p.env == {"VLLM_USE_V1": "1"}

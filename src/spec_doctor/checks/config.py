@@ -107,6 +107,7 @@ def _fix_cmds(cfg: DeploymentConfig, version: Version | None) -> tuple[str, ...]
            "config.flags.ngram-typo": "the speculative model looks like a misspelled '[ngram]'",
            "config.flags.v2-block-manager": "--use-v2-block-manager: a no-op since 0.6.3, removed after 0.9.2",
            "config.flags.too-new": "a flag or spelling that the release does not have yet",
+           "config.flags.malformed-json": "a JSON-valued flag vLLM's json.loads rejects (read here anyway)",
        })
 def flags(facts: Mapping[str, Any]) -> list[Finding]:
     """Flags the installed/declared vLLM no longer (or not yet) accepts.
@@ -177,6 +178,15 @@ def flags(facts: Mapping[str, Any]) -> list[Finding]:
                                          _ver_ev(version, vsrc)),
                                fix=Fix(f"Drop {written}.", ()), impact="one flag less that can break an upgrade",
                                impact_score=0.2))
+    for key, why in cfg.malformed.items():
+        out.append(Finding(
+            "config.flags.malformed-json", Category.CONFIG_DEPRECATED, Severity.WARNING, 0.5,
+            f"--{key.replace('_', '-')} is not valid JSON: vLLM rejects it as written (read here as "
+            f"{cfg.args.get(key)!r})",
+            evidence=(Evidence(cfg.source_of(key), why),),
+            fix=Fix("Quote the value as JSON, in single quotes for the shell:", _fix_cmds(cfg, version)),
+            impact="vLLM parses the value instead of exiting at argument parsing (if the quotes were not only "
+                   "lost in the paste)", impact_score=0.5, data={"argument": key}))
     if version is not None:
         out += _too_new(cfg, version, vsrc)
     return out

@@ -126,10 +126,13 @@ def _find_program(seg: list[str]) -> tuple[str, dict[str, str], list[str], str |
     if head == "vllm" and len(rest) >= 2 and rest[1] == "serve":
         argv = rest[2:]
         model = None
-        if argv and not argv[0].startswith("-"):
+        if argv and not argv[0].startswith("-") and not _ELIDED.match(argv[0]):
             model, argv = argv[0], argv[1:]
         return "vllm serve", env, argv, model
     if re.match(r"^python(\d+(\.\d+)*)?$", head):
+        if len(rest) >= 3 and rest[1].endswith(".py") and any(t.startswith("--") for t in rest[2:]):
+            # A script (vLLM's examples/benchmarks, or the user's) that takes engine arguments on its command line.
+            return f"python {rest[1]}", env, rest[2:], None
         for j, tok in enumerate(rest):
             if tok == "-m" and j + 1 < len(rest):
                 mod = rest[j + 1]
@@ -138,7 +141,7 @@ def _find_program(seg: list[str]) -> tuple[str, dict[str, str], list[str], str |
                 if mod == "vllm.entrypoints.cli.main" and j + 2 < len(rest) and rest[j + 2] == "serve":
                     argv = rest[j + 3:]
                     model = None
-                    if argv and not argv[0].startswith("-"):
+                    if argv and not argv[0].startswith("-") and not _ELIDED.match(argv[0]):
                         model, argv = argv[0], argv[1:]
                     return "vllm serve", env, argv, model
         return None
@@ -339,9 +342,34 @@ def coerce(text: str) -> Any:
     return text
 
 
+_ELIDED = re.compile(r"^(?:\.{3,}|…|<[\w\- ]+>)$")
+MALFORMED_KEY = "__malformed__"  # set in a salvaged JSON value: why vLLM's json.loads would reject it
+_ELLIPSIS = re.compile(r",?\s*(?:\.\.\.|…)\s*(?=[,}\]])|(?<=[{\[,])\s*(?:\.\.\.|…)\s*,?")
+_TRAILING_COMMA = re.compile(r",\s*(?=[}\]])")
+
+
+def _salvage(text: str) -> Any:
+    """What a JSON value that json.loads rejects was meant to say: elisions (`...`) and trailing commas dropped,
+    then read as a YAML flow mapping (which also takes the unquoted keys and values left when a paste lost the
+    quotes: `{method: ngram, num_speculative_tokens: 3}`). None when even that fails."""
+    import yaml
+
+    cleaned = _TRAILING_COMMA.sub("", _ELLIPSIS.sub("", text))
+    for candidate in (cleaned, cleaned.replace(":", ": ")):
+        try:
+            value = yaml.safe_load(candidate)
+        except yaml.YAMLError:
+            continue
+        if isinstance(value, (dict, list)) and value:
+            return value
+    return None
+
+
 def parse_json_value(flag: str, text: Any) -> Any:
     """Parse a JSON-valued flag (`--speculative-config '{...}'`). Accepts a Python dict literal too
-    (vLLM 0.8.2 used ast.literal_eval). Raises InputError with the position of the JSON error."""
+    (vLLM 0.8.2 used ast.literal_eval). A value json.loads rejects but whose meaning is clear (elided `...`,
+    quotes lost in a paste) is salvaged and carries MALFORMED_KEY with the JSON error; InputError only when
+    nothing can be read."""
     if not isinstance(text, str):
         return text
     stripped = text.strip()
@@ -356,7 +384,22 @@ def parse_json_value(flag: str, text: Any) -> Any:
                 return value
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             pass
-        raise InputError(f"{flag}: malformed JSON ({exc.msg} at column {exc.colno}): {stripped[:120]}") from None
+        why = f"{flag}: malformed JSON ({exc.msg} at column {exc.colno}): {stripped[:120]}"
+        try:  # only elided in the report (`{"method": "ngram", ...}`): the command itself was fine
+            elided = json.loads(_TRAILING_COMMA.sub("", _ELLIPSIS.sub("", stripped)))
+            if isinstance(elided, (dict, list)):
+                return elided
+        except json.JSONDecodeError:
+            pass
+        salvaged = _salvage(stripped)
+        if isinstance(salvaged, dict):
+            salvaged[MALFORMED_KEY] = why
+            return salvaged
+        raise InputError(why) from None
+
+
+def _bracket_depth(text: str) -> int:
+    return sum(text.count(c) for c in "{[") - sum(text.count(c) for c in "}]")
 
 
 def _set_dotted(target: dict[str, Any], path: list[str], value: Any) -> None:
@@ -396,6 +439,8 @@ def parse_argv(argv: list[str], *, program: str = "flags only", model: str | Non
         if tok == "--":
             out.positional.extend(argv[i:])
             break
+        if _ELIDED.match(tok):
+            continue  # `vllm serve ... --flag` as pasted in a report: an elision, not an argument
         if not tok.startswith("-") or _NUMBER.match(tok):
             if program == "vllm serve" and out.model is None:
                 out.model = tok
@@ -425,6 +470,12 @@ def parse_argv(argv: list[str], *, program: str = "flags only", model: str | Non
             elif takes_next:
                 value, has_value = nxt, True
                 i += 1
+                if flag in jsons and isinstance(value, str) and value.lstrip().startswith(("{", "[")):
+                    # `--speculative-config {"method": "mtp", "k": 3}` without shell quotes: the shell split it
+                    # (and ate the double quotes); rejoin the words up to the closing bracket.
+                    while _bracket_depth(value) > 0 and i < len(argv) and not argv[i].startswith("--"):
+                        value += " " + argv[i]
+                        i += 1
         dest = dest_of(flag)
         out.written.setdefault(dest, name if subpath else base)
         if negated:

@@ -14,7 +14,7 @@ from typing import Any
 
 from spec_doctor.knowledge.deployment import DeploymentConfig, SpecConfig
 from spec_doctor.knowledge.specdata import infer_method, legacy_spec_flags
-from spec_doctor.parsers.cmdline import ParsedCommand, coerce, parse_json_value
+from spec_doctor.parsers.cmdline import MALFORMED_KEY, ParsedCommand, coerce, parse_json_value
 
 _SPEC_INT_KEYS = ("num_speculative_tokens", "draft_tensor_parallel_size", "disable_by_batch_size",
                   "prompt_lookup_max", "prompt_lookup_min", "max_model_len")
@@ -211,6 +211,11 @@ def normalize(args: dict[str, Any], *, origin: str, source: str, written: dict[s
         modern = parse_json_value("--speculative-config", modern)
     modern_raw: dict[str, Any] = dict(modern) if isinstance(modern, dict) else {}
     modern_raw.pop("__type__", None)
+    for key, value in list(cfg.args.items()):
+        if isinstance(value, dict) and MALFORMED_KEY in value:
+            cfg.malformed[key] = str(value[MALFORMED_KEY])
+            cfg.args[key] = {k: v for k, v in value.items() if k != MALFORMED_KEY}
+    modern_raw.pop(MALFORMED_KEY, None)
     for flag_dest, key in (("spec_method", "method"), ("spec_model", "model"), ("spec_tokens",
                                                                                   "num_speculative_tokens")):
         if args.get(flag_dest) is not None:
