@@ -36,3 +36,24 @@ def test_overlapping_or_different_processes_stay_apart(tmp_path):
     assert all(f.merged_into is None and not f.merged_from for f in files(tmp_path, one, other))
     same_time = "".join(LINE.format(pid=7, hh="10", mm=m) for m in range(1, 3))
     assert all(f.merged_into is None for f in files(tmp_path, one, same_time))
+
+
+def test_spec_line_before_the_first_stats_line_joins_the_engine(tmp_path):
+    spec_first = LINE.format(pid=7, hh="10", mm=0).split("\n")[1] + "\n"
+    from spec_doctor.parsers.logparse import parse_text
+
+    lf = parse_text(spec_first + LINE.format(pid=7, hh="10", mm=1), "x.log")
+    (s,) = lf.streams.values()
+    assert s.engine == 0 and s.n_spec == 2 and s.n_stats == 1 and s.lines_range() == "x.log:1-3"
+
+
+def test_zero_prefix_hits_over_a_handful_of_prompt_tokens_say_nothing():
+    from spec_doctor.checks import logs as checks
+    from spec_doctor.parsers.logparse import parse_text
+
+    few = LINE.replace("Avg prompt throughput: 10.0", "Avg prompt throughput: 2.0")
+    lf = parse_text("".join(few.format(pid=7, hh="10", mm=m) for m in range(2)), "x.log")
+    assert checks.prefix_cache.fn({"logs.files": [lf], "vllm.version": None, "config.deployment": None}) == []
+    lf = parse_text("".join(LINE.replace("10.0 tokens/s, Avg gen", "300.0 tokens/s, Avg gen").format(
+        pid=7, hh="10", mm=m) for m in range(2)), "x.log")
+    assert checks.prefix_cache.fn({"logs.files": [lf], "vllm.version": None, "config.deployment": None})

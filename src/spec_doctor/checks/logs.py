@@ -462,6 +462,7 @@ def _regime_stream(f, s, k_cfg: int | None, version) -> list[Finding]:
     return out
 
 
+STATS_INTERVAL_S = 10.0  # V1 logs its stats every ~10 s (VLLM_LOG_STATS_INTERVAL, vllm/envs.py@v0.10.1)
 PREFILL_RATIO = 8.0  # prompt tokens per generated token above which speculation (decode only) cannot matter much
 PREFILL_TIME_SHARE = 0.5  # share of a request's time spent before its first token
 KV_HIGH_PCT = 90.0
@@ -613,6 +614,10 @@ def prefix_cache(facts: Mapping[str, Any]) -> list[Finding]:
     for f in _files(facts):
         for s in f.streams.values():
             if not (s.n_spec and s.prefix_seen and s.prefix_zero_traffic == s.prefix_seen):
+                continue
+            # A hit needs a prompt to reuse: over a handful of prompt tokens a 0 % hit rate says nothing.
+            prompt_tokens = sum((w.stats.prompt_tps or 0) * STATS_INTERVAL_S for w in s.windows if w.stats is not None)
+            if prompt_tokens < threshold("prefix_zero_min_prompt_tokens"):
                 continue
             if f.spec_streams and s.spec_formats == {"v0"}:
                 continue  # V0 has no hybrid KV cache manager

@@ -583,6 +583,28 @@ class LogFile:
             hit.last_line = lineno
 
     # -- summaries others use ------------------------------------------------------------------
+    def fold_engineless(self) -> None:
+        """A spec line printed before the process's first `Engine N:` stats line has no engine index yet; when
+        the process has exactly one engine, that stream is the engine's."""
+        for key, st in list(self.streams.items()):
+            prefix, pid, engine = key
+            if engine is not None:
+                continue
+            same = [k for k in self.streams if k[:2] == (prefix, pid) and k[2] is not None]
+            if len(same) != 1:
+                continue
+            target = self.streams[same[0]]
+            st.absorb(target)  # the engine-less lines came first: the engine's stream continues them
+            st.engine, st.proc = target.engine, st.proc or target.proc
+            st.also = [r for r in st.also if r != target._own_range()]
+            st.kv_high_waiting_lines = (st.kv_high_waiting_lines + target.kv_high_waiting_lines)[:MAX_HITS_KEPT]
+            st.preemption_lines = (st.preemption_lines + target.preemption_lines)[:MAX_HITS_KEPT]
+            st.last_spec_line = max(x for x in (st.last_spec_line, target.last_spec_line, 0) if x is not None) or None
+            st.first_line = min(x for x in (st.first_line, target.first_line) if x is not None)
+            st.last_line = max(x for x in (st.last_line, target.last_line) if x is not None)
+            self.streams[same[0]] = st
+            del self.streams[key]
+
     def time_span(self) -> tuple[float, float] | None:
         firsts = [s.first_ts for s in self.streams.values() if s.first_ts is not None]
         lasts = [s.last_ts for s in self.streams.values() if s.last_ts is not None]
@@ -637,6 +659,10 @@ class LogFile:
         theirs = {k: s for k, s in other.streams.items() if s.n_stats or s.n_spec}
         for key, st in list(theirs.items()):
             target = mine.get(key)
+            if target is None:
+                same_proc = [m for k, m in mine.items() if k[:2] == key[:2]]
+                if len(same_proc) == 1:
+                    target = same_proc[0]
             if target is None and len(mine) == 1 and len(theirs) == 1:
                 target = next(iter(mine.values()))
             if target is None:
@@ -705,6 +731,7 @@ def parse_log(path: str, display: str | None = None, *, chunk_size: int | None =
         if path != "-":
             stream.close()
     lf.ev.close()
+    lf.fold_engineless()
     lf.lines = stats.lines
     lf.truncated_lines = stats.truncated_lines
     lf.size_bytes = os.path.getsize(path) if path != "-" and os.path.exists(path) else stats.bytes_read
@@ -731,6 +758,7 @@ def parse_text(text: str, display: str = "<text>", *, reference: bool = False) -
     scan(io.BytesIO(text.encode("utf-8", errors="surrogateescape")), _prefilter(), NEEDLES,
          lf.feed_reference if reference else lf.feed, stats=stats, context=CONTEXT)
     lf.ev.close()
+    lf.fold_engineless()
     lf.lines = stats.lines
     lf.truncated_lines = stats.truncated_lines
     return lf
