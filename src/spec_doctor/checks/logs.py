@@ -281,7 +281,8 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
                            f"Speculation is on and accepts {mal:.2f} tokens/step" + (f" (K={k})" if k else ""),
                            (ev,), data=data))
     # K too large: the last position is almost never accepted (gradual curve, not exact zeros).
-    if tail is None and not hot and len(per) >= 2 and per[-1] < 0.10 and s.pos_drafts >= 50:
+    if tail is None and not hot and len(per) >= 2 and per[-1] < 0.10 and s.pos_drafts >= 50 and per[0] >= 0.15:
+        # (When not even the first position is accepted, a smaller K changes nothing: the drafter is the problem.)
         keep = max(1, sum(1 for p in per if p >= 0.15))
         # Stronger with more drafts behind the curve and with more wasted positions (K=15 with 3 working ones
         # wastes far more than K=4 with 3).

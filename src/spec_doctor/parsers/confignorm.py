@@ -115,7 +115,10 @@ def parse_dict_repr(text: str) -> dict[str, Any]:
     end = _closing(text, 0) if text.startswith("{") else len(text)
     body = text[1:end] if text.startswith("{") else text
     out: dict[str, Any] = {}
-    for item in _split_top(body):
+    items = _split_top(body)
+    if end >= len(text) and items:
+        items = items[:-1]  # the dump was cut off: its last value is incomplete ('/home/user/ai...)
+    for item in items:
         key, colon, value = item.partition(":")
         if not colon:
             continue
@@ -138,7 +141,11 @@ def parse_log_payload(text: str) -> dict[str, Any]:
     if t.startswith("{"):
         return parse_dict_repr(t)
     if t.startswith("Namespace("):
-        return parse_kwargs(t[len("Namespace("):_closing(t, len("Namespace"))])
+        end = _closing(t, len("Namespace"))
+        body = t[len("Namespace("):end]
+        if end >= len(t):  # cut off: drop the incomplete last value
+            body = body[:max(0, max(i for i, ch in outside_quotes(body + ",") if ch == ","))] if "," in body else ""
+        return parse_kwargs(body)
     if "with config:" in t:
         t = t.split("with config:", 1)[1]
     return parse_kwargs(t)
