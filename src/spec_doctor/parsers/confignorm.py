@@ -144,7 +144,8 @@ def parse_log_payload(text: str) -> dict[str, Any]:
         end = _closing(t, len("Namespace"))
         body = t[len("Namespace("):end]
         if end >= len(t):  # cut off: drop the incomplete last value
-            body = body[:max(0, max(i for i, ch in outside_quotes(body + ",") if ch == ","))] if "," in body else ""
+            commas = [i for i, ch in outside_quotes(body) if ch == ","]
+            body = body[:commas[-1]] if commas else ""
         return parse_kwargs(body)
     if "with config:" in t:
         t = t.split("with config:", 1)[1]
