@@ -14,7 +14,8 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # process tag `(APIServer pid=1)`, level, `%m-%d %H:%M:%S`, `[file:line]` (no `[` before 0.8.0).
 _HEADER_REST = (
     r"(?:\((?P<proc>[\w\-.]+) pid=(?P<pid>\d+)(?:, ip=[^)]*)?\)\s+)?"
-    r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+(?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)?\s+"
+    # The time stamp is optional: pasted excerpts often lose it (`WARNING [speculative.py:940] ...`).
+    r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+(?:(?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)?\s+)?"
     r"\[?(?P<file>[^\s\]]+?):(?P<lineno>\d+)\]\s(?P<msg>.*)")
 _HEADER = re.compile(r"(?P<custom>.*?)" + _HEADER_REST)
 # Fast path: the same header with nothing or a docker-compose prefix before it, matched at the start. Where it
@@ -237,7 +238,7 @@ def parse_rates(text: str | None) -> tuple[float, ...]:
 class SpecLine:
     """One spec-decode metrics line. Rates are fractions 0..1; `mean_len` includes the bonus token."""
 
-    fmt: str  # "v0" | "v1a" | "v1b" | "v1c"
+    fmt: str  # "v0" | "v1a" | "v1b" | "v1c" | "v1" (a piece of a V1 line: format unknown)
     accepted: int
     drafted: int
     rate: float | None = None
@@ -252,9 +253,15 @@ class SpecLine:
     counts: bool = True  # False: cut before the accepted/drafted counts (only rates or lengths are known)
 
 
+# Field names that only the V1 `SpecDecoding metrics` line prints: a piece of that line pasted on its own (its head
+# cut off, or the record broken over lines) still says what it says.
+SPEC_V1_FIELDS = ("Per-position acceptance rate: ", "Mean acceptance length: ", "Avg Draft acceptance rate: ",
+                  "Accepted throughput: ")
+
+
 def parse_spec(msg: str) -> SpecLine | None:
     if "metrics: " not in msg:
-        return None
+        return parse_spec_partial(msg) if any(f in msg for f in SPEC_V1_FIELDS) else None
     m = SPEC_V1C.search(msg)
     if m:
         mal, acc_tps, dr_tps, acc, dr, pos, rate = m.groups()
@@ -314,11 +321,14 @@ def parse_spec_partial(msg: str) -> SpecLine | None:
         return SpecLine("v0", int(g["acc"] or 0), int(g["dr"] or 0), fnum(g["rate"]),
                         None if e is None or k is None else e * (k + 1), (), k,
                         emitted=int(g["emit"]) if g["emit"] else None, efficiency=e, cut=True, counts=counts)
-    if "SpecDecoding metrics: " in msg:
+    if "SpecDecoding metrics: " in msg or ("metrics: " not in msg and any(f in msg for f in SPEC_V1_FIELDS)):
         g = {f: (m.group(1) if (m := rx.search(msg)) else None) for f, rx in _PART_RX["v1"].items()}
-        if not any(v for f, v in g.items() if f != "pos"):
+        if not any(v for f, v in g.items() if f != "pos") and not parse_rates(g["pos"]):
             return None
-        fmt = "v1c" if "Accepted throughput" in msg or g["avg"] else "v1b" if g["mal"] else "v1a"
+        if "SpecDecoding metrics: " not in msg:
+            fmt = "v1"  # a piece of the line: which of the V1 formats it came from is not known
+        else:
+            fmt = "v1c" if "Accepted throughput" in msg or g["avg"] else "v1b" if g["mal"] or g["pos"] else "v1a"
         per = parse_rates(g["pos"])
         counts = g["acc"] is not None and g["dr"] is not None
         rate = _pct(g["rate"] or g["avg"])

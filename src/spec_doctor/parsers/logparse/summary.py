@@ -100,6 +100,7 @@ class Stream:
     # From metrics lines cut before their counts: what they still show (fractions; tokens per step).
     partial_rates: list = field(default_factory=list)
     partial_mean_lens: list = field(default_factory=list)
+    partial_per_position: list = field(default_factory=list)  # per-position curves of lines without counts
     v0_last: tuple[int, int, int] | None = None
     v0_eff: float | None = None
     # stats aggregates
@@ -185,7 +186,10 @@ class Stream:
     @property
     def per_position(self) -> tuple[float, ...]:
         if self.pos_drafts <= 0:
-            return ()
+            # Only lines without counts: the mean of their curves (of the longest K seen), unweighted.
+            longest = max((len(c) for c in self.partial_per_position), default=0)
+            curves = [c for c in self.partial_per_position if len(c) == longest]
+            return tuple(sum(c[i] for c in curves) / len(curves) for i in range(longest)) if curves else ()
         return tuple(a / self.pos_drafts for a in self.pos_accepted)
 
     # -- accumulation --------------------------------------------------------------------------
@@ -273,6 +277,8 @@ class Stream:
                 self.partial_rates.append(sp.rate)
             if sp.mean_len is not None:
                 self.partial_mean_lens.append(sp.mean_len)
+            if sp.per_position:
+                self.partial_per_position.append(sp.per_position)
             if sp.efficiency is not None:
                 self.v0_eff = sp.efficiency
             return
@@ -705,7 +711,8 @@ def build_prefilter() -> re.Pattern[bytes]:
 
 
 CONTEXT = {b"Serving Benchmark Result": 40}
-NEEDLES = L.NEEDLES + (b"Traceback", b'File "', b"Exception", b"Assertion `", b"Serving Benchmark Result", b"vocab_size", b"undefined symbol", b"out of memory", b"not supported with spec-decode",
+NEEDLES = L.NEEDLES + (b"Traceback", b'File "', b"Exception", b"Assertion `", b"Per-position acceptance rate: ",
+                          b"Mean acceptance length: ", b"Avg Draft acceptance rate: ", b"Serving Benchmark Result", b"vocab_size", b"undefined symbol", b"out of memory", b"not supported with spec-decode",
                           # pydantic's error-type tag on the line after a config ValidationError
                           b"[type=")
 

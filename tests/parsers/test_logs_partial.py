@@ -1,0 +1,28 @@
+"""Spec-decode metrics lines cut at either end, and headers that lost their time stamp, are read as far as they go."""
+
+from __future__ import annotations
+
+from spec_doctor.parsers.logparse import parse_text
+from spec_doctor.parsers.logparse.lines import parse_envelope, parse_spec
+
+
+def test_cut_tail_keeps_what_is_complete():
+    sp = parse_spec("SpecDecoding metrics: Mean acceptance length: 2.50, Accepted throughput: 1234.50 tokens/s, "
+                    "Drafted thr")
+    assert sp is not None and sp.fmt == "v1c" and sp.mean_len == 2.5 and not sp.counts
+    v0 = parse_spec("Speculative metrics: Draft acceptance rate: 0.672, System efficiency: 0.571, Number of "
+                    "speculative tokens: 5, Number of accepted tokens: 16832, Number of dra")
+    assert v0 is not None and v0.k == 5 and v0.efficiency == 0.571 and not v0.counts
+    assert parse_spec("SpecDecoding metrics: Mean acc") is None
+
+
+def test_cut_head_is_a_piece_of_a_v1_line():
+    lf = parse_text("Per-position acceptance rate: 0.844, 0.599, 0.385, 0.271\nAvg Draft acceptance rate: 52.5%\n")
+    (s,) = lf.spec_streams
+    assert s.k == 4 and s.per_position == (0.844, 0.599, 0.385, 0.271) and s.acceptance_rate == 0.525
+    assert s.spec_formats == {"v1"} and s.accepted == 0  # no counts: never summed as counts
+
+
+def test_header_without_time_stamp():
+    rec = parse_envelope("WARNING [speculative.py:940] Enabling num_speculative_tokens > 1 will run")
+    assert rec.level == "WARNING" and rec.file == "speculative.py" and rec.ts is None
