@@ -510,6 +510,17 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
     return out
 
 
+def _rule_overlaps(rule: Mapping[str, Any], low: Version, high: Version) -> bool:
+    """Whether a rule's release range (a specifier such as '>=0.6.4,<0.6.5') meets [low, high]: tried at both
+    ends and at every boundary release the specifier names inside the range."""
+    from packaging.specifiers import SpecifierSet
+
+    spec = SpecifierSet(rule["versions"])
+    lo, hi = _base(low), _base(high)
+    points = {lo, hi} | {Version(sp.version) for sp in spec if lo <= Version(sp.version) <= hi}
+    return any(p in spec for p in points)
+
+
 def _ran(facts: Mapping[str, Any]) -> str | None:
     """Where the log shows speculation drafting (spec-decode metrics with drafted tokens), else None."""
     for a in facts.get("logs.acceptance") or []:
@@ -592,22 +603,38 @@ def parallel(facts: Mapping[str, Any]) -> list[Finding]:
                         (f"--tensor-parallel-size {tp * pp} --pipeline-parallel-size 1",)),
                 impact="the server starts with speculation", impact_score=0.8, data={"pp": pp}))
     chunked = cfg.args.get("enable_chunked_prefill")
+    # V0 runs a separate draft model at the target's TP unless told otherwise (create_draft_parallel_config:
+    # speculative_draft_tensor_parallel_size=None -> the target's tensor_parallel_size; 1 for mlp_speculator).
+    eff_dtp = dtp if dtp is not None else (tp if spec.method == "draft_model" else 1)
+    ends = _ends(facts)
     if chunked is True and cfg.origin != "log" or chunked is True and version is not None:
         for rule_id, applies in (("chunked-prefill-exclusive", True),
-                                 ("chunked-prefill-draft-tp", (dtp or 1) > 1),
+                                 ("chunked-prefill-draft-tp", (eff_dtp or 1) > 1),
                                  ("chunked-prefill-hidden-state-drafts", True)):
+            if not applies or version is None:
+                continue
             rules = applicable_rules(rule_id, version, spec.method)
-            if not applies or not rules or version is None:
+            partly = False
+            if not rules and ends is not None:
+                rules = [r for r in applicable_rules(rule_id, None, spec.method) if _rule_overlaps(r, *ends)]
+                partly = bool(rules)
+            if not rules:
                 continue
             rule = rules[0]
+            tp_ev = () if dtp is not None or rule_id != "chunked-prefill-draft-tp" else (
+                Evidence("vllm/config.py@v0.6.4.post1 (create_draft_parallel_config)",
+                         f"no draft TP given: the draft model runs at the target's TP {tp}"),)
             out.append(Finding(
-                "config.parallel.chunked-prefill", Category.CONFIG_UNSUPPORTED_COMBO, Severity.ERROR, 0.85,
-                f"vLLM {version} rejects chunked prefill with this speculative setup",
+                "config.parallel.chunked-prefill", Category.CONFIG_UNSUPPORTED_COMBO,
+                Severity.WARNING if partly else Severity.ERROR, _scaled(facts, 0.6 if partly else 0.85),
+                (f"vLLM {rule['versions']} (within the releases the inputs point to, {ends[0]}-{ends[1]}) rejects "
+                 "or mishandles chunked prefill with this speculative setup" if partly and ends else
+                 f"vLLM {version} rejects chunked prefill with this speculative setup"),
                 evidence=(Evidence(cfg.source_of("enable_chunked_prefill"), "enable_chunked_prefill=True"),
-                          _spec_ev(cfg), vev, Evidence(rule["source"], rule["message"])),
-                fix=Fix("Turn chunked prefill off for this release, or upgrade:",
+                          _spec_ev(cfg), vev, Evidence(rule["source"], rule["message"])) + tp_ev,
+                fix=Fix("Turn chunked prefill off for this release, use draft TP 1, or upgrade:",
                         ("--enable-chunked-prefill=False", "pip install -U vllm")),
-                impact="the server starts", impact_score=0.7))
+                impact="the server starts", impact_score=0.7, data={"draft_tp": eff_dtp, "rule": rule_id}))
             break
     steps = _int(cfg.args.get("num_scheduler_steps"))
     if steps and steps > 1:
