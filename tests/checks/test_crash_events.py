@@ -64,3 +64,12 @@ def test_a_warning_about_speculation_switches_speculation_on(tmp_path):
     providers, _ = load_providers()
     ev = FactStore(Inputs(logs=[str(log)]), providers).get("spec.evidence")
     assert ev["on"] and ev["sources"] == [f"{log}:1"]
+
+
+def test_exception_pasted_above_its_frames_is_one_event(tmp_path):
+    r = check(tmp_path, "AttributeError: 'GPUModelRunner' object has no attribute 'drafter'\n"
+                        '  File "vllm/v1/worker/gpu_model_runner.py", line 1714, in _build_attention_metadata\n'
+                        "    if isinstance(self.drafter, EagleProposer):\n", "--draft", "ngram")
+    (crash,) = [f for f in r["findings"] if f["id"] == "logs.crash.traceback"]
+    assert crash["data"]["exception"] == "AttributeError"
+    assert crash["data"]["site"] == "vllm/v1/worker/gpu_model_runner.py"

@@ -510,6 +510,17 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
     return out
 
 
+def _range_rules(rule_id: str, version: Version | None, ends: tuple[Version, Version] | None,
+                 method: str | None) -> tuple[list[dict[str, Any]], bool]:
+    """(rules, partly): the rules that apply to the version; for an inferred release range whose newest release
+    they miss, those that hold somewhere inside the range (partly=True: a warning that names the releases)."""
+    rules = applicable_rules(rule_id, version, method)
+    if rules or ends is None:
+        return rules, False
+    inside = [r for r in applicable_rules(rule_id, None, method) if _rule_overlaps(r, *ends)]
+    return inside, bool(inside)
+
+
 def _rule_overlaps(rule: Mapping[str, Any], low: Version, high: Version) -> bool:
     """Whether a rule's release range (a specifier such as '>=0.6.4,<0.6.5') meets [low, high]: tried at both
     ends and at every boundary release the specifier names inside the range."""
@@ -587,16 +598,18 @@ def parallel(facts: Mapping[str, Any]) -> list[Finding]:
                     impact="the server starts", impact_score=0.8, data={"draft_tp": dtp, "tp": tp}))
     pp = _int(cfg.args.get("pipeline_parallel_size"))
     if pp and pp > 1:
-        rules = applicable_rules("pipeline-parallel", version, spec.method)
+        rules, partly = _range_rules("pipeline-parallel", version, _ends(facts), spec.method)
         if rules:
             rule = rules[0]
+            known = version is not None and not partly
             out.append(Finding(
                 "config.parallel.pipeline", Category.CONFIG_UNSUPPORTED_COMBO,
-                Severity.ERROR if version is not None else Severity.WARNING,
-                0.85 if version is not None else conf_unknown,
+                Severity.ERROR if known else Severity.WARNING,
+                _scaled(facts, 0.85) if known else _scaled(facts, 0.65) if partly else conf_unknown,
                 f"Pipeline parallel size {pp} with speculative decoding"
-                + (f" is not supported by vLLM {version}" if version is not None else
-                   " is not supported up to vLLM 0.15 (version unknown)"),
+                + (f" is not supported by vLLM {version}" if known else
+                   f" is not supported by vLLM {rule['versions']} (within the releases the inputs point to)"
+                   if partly else " is not supported up to vLLM 0.15 (version unknown)"),
                 evidence=(Evidence(cfg.source_of("pipeline_parallel_size"), f"pipeline_parallel_size={pp}"),
                           _spec_ev(cfg), vev, Evidence(rule["source"], rule["message"])),
                 fix=Fix("Use tensor parallelism instead of pipeline parallelism with speculation:",
@@ -613,11 +626,7 @@ def parallel(facts: Mapping[str, Any]) -> list[Finding]:
                                  ("chunked-prefill-hidden-state-drafts", True)):
             if not applies or version is None:
                 continue
-            rules = applicable_rules(rule_id, version, spec.method)
-            partly = False
-            if not rules and ends is not None:
-                rules = [r for r in applicable_rules(rule_id, None, spec.method) if _rule_overlaps(r, *ends)]
-                partly = bool(rules)
+            rules, partly = _range_rules(rule_id, version, ends, spec.method)
             if not rules:
                 continue
             rule = rules[0]

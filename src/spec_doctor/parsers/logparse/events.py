@@ -135,7 +135,12 @@ class EventReader:
             self._start(lineno, text, pid)
             return
         if level in (None, "ERROR", "CRITICAL") and FRAME.search(text):
-            self._tb = Traceback(line=lineno, end_line=lineno, pid=pid)  # a traceback pasted without its header
+            last = self.tracebacks[-1] if self.tracebacks else None
+            if last is not None and not last.frames and last.exc_type and 0 < lineno - last.end_line <= 3:
+                # The exception pasted first and its frames under it (a reversed or reordered paste): one event.
+                self._tb = self.tracebacks.pop()
+            else:
+                self._tb = Traceback(line=lineno, end_line=lineno, pid=pid)  # a traceback pasted without its header
             self._continue(lineno, text)
             return
         if level in (None, "ERROR", "CRITICAL"):
