@@ -129,3 +129,10 @@ def test_python_script_with_engine_flags():
                       "--num_spec_tokens 4 --max_num_seqs 1")
     assert p.program == "python examples/offline_inference/eagle.py" and p.args["max_num_seqs"] == 1
     assert p.env == {"VLLM_USE_V1": "1"}
+
+
+def test_vllm_subcommands_with_engine_flags():
+    p = parse_command("vllm bench latency --model Qwen/Qwen3-8B --tensor-parallel-size 4 "
+                      "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":2}'")
+    assert p.program == "vllm bench latency" and p.model == "Qwen/Qwen3-8B"
+    assert p.args["speculative_config"]["num_speculative_tokens"] == 2

@@ -129,6 +129,11 @@ def _find_program(seg: list[str]) -> tuple[str, dict[str, str], list[str], str |
         if argv and not argv[0].startswith("-") and not _ELIDED.match(argv[0]):
             model, argv = argv[0], argv[1:]
         return "vllm serve", env, argv, model
+    if head == "vllm" and len(rest) >= 2 and not rest[1].startswith("-"):
+        # `vllm bench latency|throughput ...` (engine arguments in-process), `vllm bench serve` (a client with
+        # --model), `vllm run-batch ...`: the flags are read the same way.
+        words = 3 if rest[1] == "bench" and len(rest) >= 3 and not rest[2].startswith("-") else 2
+        return "vllm " + " ".join(rest[1:words]), env, rest[words:], None
     if re.match(r"^python(\d+(\.\d+)*)?$", head):
         if len(rest) >= 3 and rest[1].endswith(".py") and any(t.startswith("--") for t in rest[2:]):
             # A script (vLLM's examples/benchmarks, or the user's) that takes engine arguments on its command line.
