@@ -73,3 +73,17 @@ def test_exception_pasted_above_its_frames_is_one_event(tmp_path):
     (crash,) = [f for f in r["findings"] if f["id"] == "logs.crash.traceback"]
     assert crash["data"]["exception"] == "AttributeError"
     assert crash["data"]["site"] == "vllm/v1/worker/gpu_model_runner.py"
+
+
+def test_method_unsupported_for_the_architecture_and_speed_advice_after_a_crash(tmp_path):
+    text = ("(EngineCore_DP0 pid=9) ERROR 09-18 12:03:12 [core.py:712] EngineCore failed to start.\n"
+            "(EngineCore_DP0 pid=9) ERROR 09-18 12:03:12 [core.py:712] Traceback (most recent call last):\n"
+            '(EngineCore_DP0 pid=9) ERROR 09-18 12:03:12 [core.py:712]   File "/x/vllm/v1/worker/gpu_model_runner.py", '
+            "line 2000, in load_model\n"
+            "(EngineCore_DP0 pid=9) ERROR 09-18 12:03:12 [core.py:712] RuntimeError: Model does not support EAGLE3 "
+            "interface but aux_hidden_state_outputs was requested\n")
+    r = check(tmp_path, text, "--cmd", "vllm serve m --enforce-eager --speculative-config "
+                                       "'{\"method\": \"eagle3\", \"model\": \"e\", \"num_speculative_tokens\": 2}'")
+    found = {f["id"]: f for f in r["findings"]}
+    assert found["logs.crash.traceback"]["category"] == "env-version"
+    assert found["config.cudagraph.enforce-eager"]["severity"] == "info"  # secondary to the crash

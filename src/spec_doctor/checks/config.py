@@ -396,6 +396,8 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
         version = None  # the inferred release range spans a change in support: as good as unknown
     support = method_support(name, version)
     row = method_row(name) or {}
+    iv = _inferred(facts)
+    vname = f"{iv.label()} (inferred)" if iv is not None and version is not None else str(version)
     label = support.label
     upgrade = (f"pip install -U 'vllm>={support.first_supported}'",) if support.first_supported else ()
     if version is None:
@@ -421,9 +423,9 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
                     ("python -c 'import vllm; print(vllm.__version__)'",)),
             impact="a version verdict that matches the run", impact_score=0.1, data={"method": name}))
     elif support.status in ("unsupported", "removed", "not-yet"):
-        what = {"unsupported": f"vLLM {version} cannot run {label} speculation",
-                "removed": f"'{name}' was removed from vLLM ({version})",
-                "not-yet": f"vLLM {version} predates the '{name}' method"}[support.status]
+        what = {"unsupported": f"vLLM {vname} cannot run {label} speculation",
+                "removed": f"'{name}' was removed from vLLM ({vname})",
+                "not-yet": f"vLLM {vname} predates the '{name}' method"}[support.status]
         msg = support.row.get("message")
         ev = [spec_ev, Evidence(vsrc, f"vLLM {version}"),
               Evidence(support.source, msg or f"{name}: {support.status} in {support.row.get('versions', '')}")]
@@ -445,7 +447,7 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
         v1_opt_in = cfg.env.get("VLLM_USE_V1") == "1"
         out.append(Finding(
             "config.method.v0-fallback", Category.ENV_VERSION, Severity.WARNING, _scaled(facts, 0.75),
-            f"vLLM {version} runs {label} speculation on the old V0 engine"
+            f"vLLM {vname} runs {label} speculation on the old V0 engine"
             + (" (or rejects it, since VLLM_USE_V1=1 is set)" if v1_opt_in else ""),
             evidence=(spec_ev, Evidence(vsrc, f"vLLM {version}"),
                       Evidence(support.source, support.row.get("message")
@@ -456,13 +458,13 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
     elif support.status == "v1-opt-in":
         out.append(Finding(
             "config.method.v1-opt-in", Category.ENV_VERSION, Severity.WARNING, 0.7,
-            f"vLLM {version} runs '{name}' only with VLLM_USE_V1=1 (experimental)",
+            f"vLLM {vname} runs '{name}' only with VLLM_USE_V1=1 (experimental)",
             evidence=(spec_ev, Evidence(vsrc, f"vLLM {version}"), Evidence(support.source, "V1 opt-in")),
             fix=Fix(f"Upgrade to vLLM >= {support.first_supported}:", upgrade),
             impact="the method runs as configured", impact_score=0.6))
     elif support.status == "supported":
-        out.append(Finding("config.method.ok", Category.HEALTHY, Severity.INFO, 0.9,
-                           f"vLLM {version} supports {label} speculation ('{name}')",
+        out.append(Finding("config.method.ok", Category.HEALTHY, Severity.INFO, _scaled(facts, 0.9),
+                           f"vLLM {vname} supports {label} speculation ('{name}')",
                            evidence=(spec_ev, _ver_ev(version, vsrc),
                                      Evidence(support.source, f"supported in {support.row.get('versions', '')}")),
                            impact_score=0.0, data={"method": name}))
@@ -691,8 +693,19 @@ def _float(value: Any) -> float | None:
 
 # ---------------------------------------------------------------------------------------------------
 
+def _never_served(facts: Mapping[str, Any]) -> str | None:
+    """Where the log shows the server crashing before it served anything (a traceback, no stats or metrics
+    line): then speed advice is secondary to the crash. None otherwise."""
+    for f in facts.get("logs.files") or []:
+        if getattr(f, "error", None) or f.streams:
+            continue
+        if f.ev.tracebacks:
+            return f"{f.display}:{f.ev.tracebacks[0].line}"
+    return None
+
+
 @check("config.cudagraph", categories=[Category.CUDA_GRAPH], needs=["config.deployment"],
-       wants=["vllm.version"], sources=[SIGNALS],
+       wants=["vllm.version", "logs.files"], sources=[SIGNALS],
        findings={
            "config.cudagraph.enforce-eager": "--enforce-eager with speculation: target and drafter without CUDA graphs",
            "config.cudagraph.drafter-eager": "the speculative config runs the drafter eagerly",
@@ -712,11 +725,15 @@ def cudagraph(facts: Mapping[str, Any]) -> list[Finding]:
         return []
     version, vsrc = _version(facts)
     out: list[Finding] = []
+    crashed = _never_served(facts)
     if cfg.args.get("enforce_eager") is True:
         out.append(Finding(
-            "config.cudagraph.enforce-eager", Category.CUDA_GRAPH, Severity.WARNING, 0.7,
-            "--enforce-eager with speculative decoding: target and drafter run without CUDA graphs",
-            evidence=(Evidence(cfg.source_of("enforce_eager"), "enforce_eager=True"), _spec_ev(cfg)),
+            "config.cudagraph.enforce-eager", Category.CUDA_GRAPH, Severity.INFO if crashed else Severity.WARNING,
+            0.4 if crashed else 0.7,
+            "--enforce-eager with speculative decoding: target and drafter run without CUDA graphs"
+            + (" (secondary: the server crashed before serving)" if crashed else ""),
+            evidence=(Evidence(cfg.source_of("enforce_eager"), "enforce_eager=True"), _spec_ev(cfg))
+            + ((Evidence(crashed, "the crash, before any stats line"),) if crashed else ()),
             fix=Fix("Drop --enforce-eager (lower --gpu-memory-utilization or --max-num-seqs if graph capture "
                     "ran out of memory).", ()),
             impact="cheaper draft and verify steps; often the difference between a speed-up and a slow-down",
