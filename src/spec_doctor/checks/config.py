@@ -99,7 +99,7 @@ def _fix_cmds(cfg: DeploymentConfig, version: Version | None) -> tuple[str, ...]
 
 # ---------------------------------------------------------------------------------------------------
 
-@check("config.flags", categories=[Category.CONFIG_DEPRECATED], needs=["config.deployment"],
+@check("config.flags", categories=[Category.CONFIG_DEPRECATED, Category.HEALTHY], needs=["config.deployment"],
        wants=["vllm.version"], sources=[SIGNALS, DOCS],
        findings={
            "config.flags.legacy-spec": "removed V0 speculative-decoding flags (--speculative-model, "
@@ -147,7 +147,9 @@ def flags(facts: Mapping[str, Any]) -> list[Finding]:
             sev, conf, title = Severity.INFO, 0.9, (
                 f"{names}: valid in vLLM {lv}, but removed in 0.8.3; use --speculative-config when upgrading")
         fix_version = lv if lv is not None and _base(lv) >= Version("0.8.2") else None
-        out.append(Finding("config.flags.legacy-spec", Category.CONFIG_DEPRECATED, sev, conf, title,
+        # Flags the release takes are fine: a healthy note with the upgrade advice, not a problem.
+        category = Category.HEALTHY if sev is Severity.INFO else Category.CONFIG_DEPRECATED
+        out.append(Finding("config.flags.legacy-spec", category, sev, conf, title,
                            evidence=tuple(ev),
                            fix=Fix("Move the speculative settings into --speculative-config (vLLM 0.8.2+):",
                                    _fix_cmds(cfg, fix_version)),
