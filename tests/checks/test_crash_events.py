@@ -87,3 +87,14 @@ def test_method_unsupported_for_the_architecture_and_speed_advice_after_a_crash(
     found = {f["id"]: f for f in r["findings"]}
     assert found["logs.crash.traceback"]["category"] == "env-version"
     assert found["config.cudagraph.enforce-eager"]["severity"] == "info"  # secondary to the crash
+
+
+def test_dtype_mismatch_is_quantization_only_when_something_is_quantized(tmp_path):
+    text = ("ERROR 07-18 10:00:00 [core.py:1] Traceback (most recent call last):\n"
+            'ERROR 07-18 10:00:00 [core.py:1]   File "/x/vllm/attention/layer.py", line 400, in unified_attention\n'
+            "ERROR 07-18 10:00:00 [core.py:1] RuntimeError: query and key must have the same dtype\n")
+    spec = "--speculative-config '{\"method\": \"eagle3\", \"model\": \"e\", \"num_speculative_tokens\": 2}'"
+    fp8 = check(tmp_path, text, "--cmd", f"vllm serve m --kv-cache-dtype fp8 {spec}")
+    plain = check(tmp_path, text, "--cmd", f"vllm serve m {spec}")
+    cat = lambda r: [f["category"] for f in r["findings"] if f["id"] == "logs.crash.traceback"]  # noqa: E731
+    assert cat(fp8) == ["quantization"] and cat(plain) == ["engine-bug"]
