@@ -26,3 +26,29 @@ def test_cut_head_is_a_piece_of_a_v1_line():
 def test_header_without_time_stamp():
     rec = parse_envelope("WARNING [speculative.py:940] Enabling num_speculative_tokens > 1 will run")
     assert rec.level == "WARNING" and rec.file == "speculative.py" and rec.ts is None
+
+
+OFFLINE = """\
+num_drafts: 43221
+num_draft_tokens: 259326
+num_accepted_tokens: 63669
+mean acceptance length: 2.47
+acceptance at token 0: 0.58
+acceptance at token 1: 0.34
+acceptance at token 2: 0.22
+
+Number of draft proposals: 8,914
+Number of draft tokens generated: 53,484
+Number of accepted tokens: 12,814
+Mean acceptance length: 2.44
+Acceptance rate at token 0: 0.57
+Acceptance rate at token 1: 0.3
+"""
+
+
+def test_offline_example_summaries():
+    lf = parse_text(OFFLINE)
+    (s,) = lf.spec_streams
+    assert s.n_spec == 2 and s.accepted == 63669 + 12814 and s.drafted == 259326 + 53484 and s.k == 3
+    # The second summary's curve was cut after two positions: only the first one's curve counts.
+    assert s.per_position == (0.58, 0.34, 0.22)

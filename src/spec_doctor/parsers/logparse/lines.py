@@ -342,6 +342,45 @@ def _pct(text: str | None) -> float | None:
     return None if v is None else v / 100.0
 
 
+# The summary vLLM's offline spec-decode example prints (examples/offline_inference/spec_decode.py@v0.10.2:
+# num_drafts / num_draft_tokens / num_accepted_tokens / mean acceptance length / acceptance at token i), and the
+# same figures as people retype them ("Number of draft proposals", "Acceptance rate at token 0").
+OFFLINE_FIELDS = {
+    "drafts": re.compile(r"(?i)^\s*(?:number of draft proposals|num[_ ]drafts|number of drafts)\s*[:=]\s*([\d,]+)\s*$"),
+    "draft_tokens": re.compile(r"(?i)^\s*(?:number of draft tokens(?: generated)?|num[_ ]draft[_ ]tokens)\s*[:=]\s*"
+                               r"([\d,]+)\s*$"),
+    "accepted": re.compile(r"(?i)^\s*(?:number of accepted tokens|num[_ ]accepted[_ ]tokens)\s*[:=]\s*([\d,]+)\s*$"),
+    "mean_len": re.compile(r"(?i)^\s*mean acceptance length\s*[:=]\s*([\d.]+)\s*$"),
+    "position": re.compile(r"(?i)^\s*acceptance(?: rate)? at token (\d+)\s*[:=]\s*([\d.]+)\s*$"),
+}
+
+
+def parse_offline_field(msg: str) -> tuple[str, float | tuple[int, float]] | None:
+    """One line of the offline spec-decode summary -> (field, value); None when it is not one."""
+    for name, rx in OFFLINE_FIELDS.items():
+        m = rx.match(msg)
+        if m:
+            if name == "position":
+                return name, (int(m.group(1)), float(m.group(2)))
+            return name, float(m.group(1).replace(",", ""))
+    return None
+
+
+def offline_spec(block: dict) -> SpecLine | None:
+    """A collected offline summary -> one SpecLine (counts when drafts, draft tokens and accepted are all there)."""
+    pos = block.get("positions") or {}
+    per = tuple(pos[i] for i in sorted(pos) if i == sorted(pos).index(i))
+    acc, dr, n = block.get("accepted"), block.get("draft_tokens"), block.get("drafts")
+    mean = block.get("mean_len")
+    if mean is None and acc is not None and n:
+        mean = 1 + acc / n
+    if acc is None and not per and mean is None:
+        return None
+    counts = acc is not None and dr is not None
+    return SpecLine("v1", int(acc or 0), int(dr or 0), (acc / dr) if counts and dr else None, mean, per,
+                    len(per) or None, cut=not counts, counts=counts)
+
+
 @dataclass(frozen=True)
 class StatsLine:
     engine: int | None

@@ -269,6 +269,8 @@ class Stream:
         if (w.stats is not None and (w.stats.gen_tps or 0) > 0):
             pass
         self.spec_formats.add(sp.fmt)
+        # A curve shorter than the K already seen was cut off (its last positions lost): not part of the curve.
+        short_curve = bool(self.k and sp.per_position and len(sp.per_position) < self.k)
         if sp.k:
             self.k = max(self.k or 0, sp.k)
         if not sp.counts:
@@ -301,7 +303,7 @@ class Stream:
         self.drafted += sp.drafted
         drafts = None
         s = sum(sp.per_position)
-        if sp.per_position and s > 0 and not sp.cut:
+        if sp.per_position and s > 0 and not sp.cut and not short_curve:
             drafts = sp.accepted / s
         elif sp.mean_len is not None and sp.mean_len > 1.0:
             drafts = sp.accepted / (sp.mean_len - 1.0)
@@ -309,7 +311,7 @@ class Stream:
             drafts = sp.drafted / sp.k
         if drafts:
             self.drafts += drafts
-            if sp.per_position and not sp.cut:
+            if sp.per_position and not sp.cut and not short_curve:
                 if len(self.pos_accepted) < len(sp.per_position):
                     self.pos_accepted.extend([0.0] * (len(sp.per_position) - len(self.pos_accepted)))
                 for i, p in enumerate(sp.per_position):
@@ -366,6 +368,7 @@ class LogFile:
     # file's streams, or the (display, why) of the file this one's streams went to.
     merged_from: list = field(default_factory=list)
     merged_into: tuple | None = None
+    _offline: dict = field(default_factory=dict)  # the offline spec-decode summary being read (lines.OFFLINE_FIELDS)
     _last_engine: dict = field(default_factory=dict)  # (prefix, pid) -> engine index
     _prev_text: str = ""
 
@@ -422,6 +425,8 @@ class LogFile:
         if rec.level:
             self.records += 1
         origin = (rec.prefix, rec.pid)
+        if rec.level is None and self._offline_line(lineno, rec, msg):
+            return
         sp = L.parse_spec(msg)
         if sp is not None:
             engine = self._last_engine.get(origin)
@@ -474,6 +479,38 @@ class LogFile:
         self._startup(lineno, rec, msg, fast)
         self._signatures(lineno, rec, msg, fast)
         self._prev_text = msg[-300:]
+
+    def _offline_line(self, lineno: int, rec: L.Record, msg: str) -> bool:
+        """A line of the offline spec-decode summary (lines.OFFLINE_FIELDS); a field seen twice starts a new
+        summary (several runs pasted one after the other)."""
+        if self.bench and lineno - self.bench[-1].get("last_line", self.bench[-1]["line"]) <= 2:
+            return False  # inside a `vllm bench serve` result block: its own parser reads it
+        got = L.parse_offline_field(msg)
+        if got is None:
+            return False
+        name, value = got
+        block = self._offline
+        repeated = (name == "position" and isinstance(value, tuple) and value[0] in block.get("positions", {})) \
+            or (name != "position" and name in block)
+        if repeated or (block and lineno - block["last"] > 12):
+            self.flush_offline()
+            block = self._offline
+        if not block:
+            block.update({"first": lineno, "rec": rec})
+        block["last"] = lineno
+        if name == "position" and isinstance(value, tuple):
+            block.setdefault("positions", {})[value[0]] = value[1]
+        else:
+            block[name] = value
+        return True
+
+    def flush_offline(self) -> None:
+        block, self._offline = self._offline, {}
+        sp = L.offline_spec(block) if block else None
+        if sp is not None:
+            self._stream(block["rec"], None).add_spec(block["first"], None, sp)
+            st = self._stream(block["rec"], None)
+            st.last_line = max(st.last_line or 0, block["last"])
 
     def _header_style(self, lineno: int, text: str, rec: L.Record) -> None:
         at = text.find(f"{rec.file}:")
@@ -712,7 +749,9 @@ def build_prefilter() -> re.Pattern[bytes]:
 
 CONTEXT = {b"Serving Benchmark Result": 40}
 NEEDLES = L.NEEDLES + (b"Traceback", b'File "', b"Exception", b"Assertion `", b"Per-position acceptance rate: ",
-                          b"Mean acceptance length: ", b"Avg Draft acceptance rate: ", b"Serving Benchmark Result", b"vocab_size", b"undefined symbol", b"out of memory", b"not supported with spec-decode",
+                          b"Mean acceptance length: ", b"Avg Draft acceptance rate: ",
+                          b"ccepted tokens", b"ccepted_tokens", b"draft proposals", b"num_drafts", b"raft tokens",
+                          b"raft_tokens", b"at token ", b"ean acceptance length", b"Serving Benchmark Result", b"vocab_size", b"undefined symbol", b"out of memory", b"not supported with spec-decode",
                           # pydantic's error-type tag on the line after a config ValidationError
                           b"[type=")
 
@@ -738,6 +777,7 @@ def parse_log(path: str, display: str | None = None, *, chunk_size: int | None =
         if path != "-":
             stream.close()
     lf.ev.close()
+    lf.flush_offline()
     lf.fold_engineless()
     lf.lines = stats.lines
     lf.truncated_lines = stats.truncated_lines
@@ -765,6 +805,7 @@ def parse_text(text: str, display: str = "<text>", *, reference: bool = False) -
     scan(io.BytesIO(text.encode("utf-8", errors="surrogateescape")), _prefilter(), NEEDLES,
          lf.feed_reference if reference else lf.feed, stats=stats, context=CONTEXT)
     lf.ev.close()
+    lf.flush_offline()
     lf.fold_engineless()
     lf.lines = stats.lines
     lf.truncated_lines = stats.truncated_lines
