@@ -174,7 +174,10 @@ def flags(facts: Mapping[str, Any]) -> list[Finding]:
         else:
             sev, conf = Severity.INFO, 0.8 if version is not None else UNKNOWN_VERSION_CONFIDENCE
             title = f"{written} is a no-op from vLLM {info.row['noop_from']} and removed after {info.last}"
-        if version is None or _base(version) >= Version(info.row["noop_from"]):
+        ends = _ends(facts)
+        noop = Version(info.row["noop_from"])
+        straddles = ends is not None and _base(ends[0]) < noop <= _base(ends[1])  # needed in part of the range
+        if not straddles and (version is None or _base(version) >= noop):
             out.append(Finding("config.flags.v2-block-manager", Category.CONFIG_DEPRECATED, sev, conf, title,
                                evidence=(Evidence(cfg.source_of("use_v2_block_manager"), written),
                                          _ver_ev(version, vsrc)),
@@ -727,15 +730,13 @@ def cudagraph(facts: Mapping[str, Any]) -> list[Finding]:
         return []
     version, vsrc = _version(facts)
     out: list[Finding] = []
-    crashed = _never_served(facts)
+    if _never_served(facts):
+        return out  # the server crashed before serving: speed advice waits until it runs
     if cfg.args.get("enforce_eager") is True:
         out.append(Finding(
-            "config.cudagraph.enforce-eager", Category.CUDA_GRAPH, Severity.INFO if crashed else Severity.WARNING,
-            0.4 if crashed else 0.7,
-            "--enforce-eager with speculative decoding: target and drafter run without CUDA graphs"
-            + (" (secondary: the server crashed before serving)" if crashed else ""),
-            evidence=(Evidence(cfg.source_of("enforce_eager"), "enforce_eager=True"), _spec_ev(cfg))
-            + ((Evidence(crashed, "the crash, before any stats line"),) if crashed else ()),
+            "config.cudagraph.enforce-eager", Category.CUDA_GRAPH, Severity.WARNING, 0.7,
+            "--enforce-eager with speculative decoding: target and drafter run without CUDA graphs",
+            evidence=(Evidence(cfg.source_of("enforce_eager"), "enforce_eager=True"), _spec_ev(cfg)),
             fix=Fix("Drop --enforce-eager (lower --gpu-memory-utilization or --max-num-seqs if graph capture "
                     "ran out of memory).", ()),
             impact="cheaper draft and verify steps; often the difference between a speed-up and a slow-down",
