@@ -52,3 +52,12 @@ def test_offline_example_summaries():
     assert s.n_spec == 2 and s.accepted == 63669 + 12814 and s.drafted == 259326 + 53484 and s.k == 3
     # The second summary's curve was cut after two positions: only the first one's curve counts.
     assert s.per_position == (0.58, 0.34, 0.22)
+
+
+def test_metrics_lines_pasted_without_their_header(tmp_path):
+    from spec_doctor.parsers.logparse import parse_log
+
+    p = tmp_path / "x.log"
+    p.write_text("SpecDecoding metrics: Draft acceptance rate: 100.0%, Accepted: 66 tokens, Drafted: 66 tokens\n")
+    (s,) = parse_log(str(p)).spec_streams  # selected by the reader, not only by parse_text
+    assert s.accepted == 66 and s.drafted == 66 and s.spec_formats == {"v1a"}

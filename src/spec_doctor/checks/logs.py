@@ -280,6 +280,11 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
         out.append(Finding("logs.acceptance.healthy", Category.HEALTHY, Severity.INFO, 0.8,
                            f"Speculation is on and accepts {mal:.2f} tokens/step" + (f" (K={k})" if k else ""),
                            (ev,), data=data))
+    elif tail is None and rate is not None and rate >= threshold("low_acceptance"):
+        # Early V1 lines (0.8.3-0.8.4) and pieces of lines show only the rate: enough to say drafts are accepted.
+        out.append(Finding("logs.acceptance.healthy", Category.HEALTHY, Severity.INFO,
+                           acc.evidence_confidence(0.7, s.drafted or 1, threshold("min_drafted_tokens")),
+                           f"Speculation is on and {_fmt_rate(rate)} of drafted tokens are accepted", (ev,), data=data))
     # K too large: the last position is almost never accepted (gradual curve, not exact zeros).
     if tail is None and not hot and len(per) >= 2 and per[-1] < 0.10 and s.pos_drafts >= 50 and per[0] >= 0.15:
         # (When not even the first position is accepted, a smaller K changes nothing: the drafter is the problem.)

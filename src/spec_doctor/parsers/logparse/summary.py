@@ -750,7 +750,9 @@ def build_prefilter() -> re.Pattern[bytes]:
 CONTEXT = {b"Serving Benchmark Result": 40}
 NEEDLES = L.NEEDLES + (b"Traceback", b'File "', b"Exception", b"Assertion `", b"Per-position acceptance rate: ",
                           b"Mean acceptance length: ", b"Avg Draft acceptance rate: ",
-                          b"ccepted tokens", b"ccepted_tokens", b"draft proposals", b"num_drafts", b"raft tokens",
+                          b"ccepted tokens", b"ccepted_tokens",
+                          # metrics lines pasted without their log header (the prefilter anchors on `] `)
+                          b"SpecDecoding metrics: ", b"Speculative metrics: ", b"Avg prompt throughput: ", b"draft proposals", b"num_drafts", b"raft tokens",
                           b"raft_tokens", b"at token ", b"ean acceptance length", b"Serving Benchmark Result", b"vocab_size", b"undefined symbol", b"out of memory", b"not supported with spec-decode",
                           # pydantic's error-type tag on the line after a config ValidationError
                           b"[type=")
