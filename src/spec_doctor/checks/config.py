@@ -417,8 +417,7 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
                                         "spec-doctor check --vllm-version X ...")),
                                impact="a definite verdict", impact_score=0.3,
                                data={"method": name}))
-    elif support.status in ("unsupported", "removed", "not-yet") and _ran(facts):
-        ran = _ran(facts)
+    elif support.status in ("unsupported", "removed", "not-yet") and (ran := _ran(facts)) is not None:
         out.append(Finding(
             "config.method.table-contradicted", Category.ENV_VERSION, Severity.INFO, 0.3,
             f"spec-doctor's tables say vLLM {version} cannot run '{name}', yet the log shows it drafting",

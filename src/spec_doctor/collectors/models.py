@@ -10,7 +10,6 @@ low confidence.
 
 from __future__ import annotations
 
-
 from spec_doctor.engine.facts import FactStore, FactUnavailable, provides
 from spec_doctor.knowledge.models import MODEL_FREE, method_family
 from spec_doctor.parsers.model_dir import (
