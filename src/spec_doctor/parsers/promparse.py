@@ -194,20 +194,13 @@ def _is_openmetrics(text: str) -> bool:
 def read_metrics_file(path: str) -> MetricsSnapshot:
     """A saved scrape (``curl -s http://host:8000/metrics > before.txt``)."""
     from spec_doctor.engine.facts import InputError
-    from spec_doctor.engine.limits import require_regular
+    from spec_doctor.engine.limits import read_small_file
 
     try:
-        require_regular(path, "metrics file")
+        text = read_small_file(path, "metrics file", cap=MAX_SCRAPE_BYTES)
     except InputError as exc:
         raise ScrapeError(str(exc)) from None
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_SCRAPE_BYTES + 1)
-    except OSError as exc:
-        raise ScrapeError(f"cannot read metrics file '{path}': {exc.strerror or exc}") from None
-    if len(data) > MAX_SCRAPE_BYTES:
-        raise ScrapeError(f"metrics file '{path}' is larger than {MAX_SCRAPE_BYTES // 2**20} MiB")
-    return parse_metrics_text(data.decode("utf-8", errors="replace"), source=path)
+    return parse_metrics_text(text, source=path)
 
 
 # ---------------------------------------------------------------------------------------------
