@@ -1,8 +1,9 @@
 """Is speculation paying off? The speedup verdict from what the server shows (knowledge/speedup.py).
 
 A net loss is `spec-overhead` (the method's per-step cost in this engine) or `high-concurrency` (verification
-turned compute-bound at this batch); a paying run gets a healthy note with its estimated gain; a run whose
-inputs cannot support an estimate gets a `measurement` note saying what is missing.
+turned compute-bound at this batch); a paying run gets a healthy note with its estimated gain. When the inputs
+cannot support an estimate the check is skipped with the reason `speedup.estimate` gives (what is missing, and
+`spec-doctor tune` for a measured A/B).
 """
 
 from __future__ import annotations
