@@ -154,3 +154,12 @@ def test_watch_vram_of_a_real_start_labels_vllms_steps():
     assert after and all(s["label"].startswith("CUDA-graph capture") for s in after)
     # Weights: vLLM's 'Model loading took 15.22 GiB' (target + drafter) plus the CUDA context.
     assert 15.22 <= steps[0]["delta_bytes"] / 2**30 <= 15.22 + 1.0
+
+
+def test_an_unknown_gpu_is_a_one_line_error():
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "spec_doctor", "check", "--gpu", "Z9000"], capture_output=True,
+                       text=True)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--gpu 'Z9000'" in r.stderr and "H200" in r.stderr

@@ -106,6 +106,11 @@ def check_cmd(
         check_file(path, "metrics file")
     if config:
         check_file(config, "config file")
+    if gpu is not None:
+        from spec_doctor.knowledge.speedup import gpu_names, gpu_spec
+
+        if gpu_spec(gpu) is None:
+            raise InputError(f"--gpu '{gpu}' is not a GPU spec-doctor knows; known: {', '.join(gpu_names())}")
     cmd = command_from(cmd, cmd_file)
     use_vllm_python(vllm_python)
     servers, metrics_urls = server_inputs(server, metrics_url)

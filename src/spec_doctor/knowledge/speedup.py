@@ -55,6 +55,11 @@ def gpu_spec(name: str | None) -> GpuSpec | None:
     return None
 
 
+def gpu_names() -> list[str]:
+    """The GPUs of data/gpus.toml, for messages."""
+    return [row["name"] for row in load("gpus.toml")["gpu"]]
+
+
 def efficiency(name: str) -> float:
     return float(load("gpus.toml")["efficiency"][name]["value"])
 
