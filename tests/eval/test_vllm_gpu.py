@@ -163,3 +163,19 @@ def test_an_unknown_gpu_is_a_one_line_error():
     r = subprocess.run([sys.executable, "-m", "spec_doctor", "check", "--gpu", "Z9000"], capture_output=True,
                        text=True)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--gpu 'Z9000'" in r.stderr and "H200" in r.stderr
+
+
+@pytest.mark.parametrize("name,c", PHASES)
+def test_log_only_estimates_are_on_the_right_side_or_declined(tmp_path, name, c):
+    """Without /metrics the log's stats lines are all there is: an estimate only from steady windows (the Running
+    snapshot equal to the one before), decode steps only; otherwise it says what is missing."""
+    inp = phase_inputs(tmp_path, name, c, gpu="H200")
+    store, _ = build_store(Inputs(logs=inp.logs, gpu="H200"))
+    measured = measured_ratio(name, c)
+    try:
+        est = store.get("speedup.estimate")
+    except Exception as exc:
+        assert "steady busy stats lines" in str(exc) and "spec-doctor tune" in str(exc)
+        return
+    assert est["speedup"] == pytest.approx(measured, rel=0.25)
+    assert (est["speedup"] < 1) == (measured < 1) or abs(measured - 1) < 0.05

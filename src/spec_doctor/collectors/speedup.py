@@ -72,16 +72,29 @@ def _observed_from_log(store: FactStore) -> dict[str, Any] | None:
             tau = s.mean_acceptance_length
             if not tau or not s.n_spec:
                 continue
-            busy = [w.stats for w in s.windows if w.stats and (w.stats.running or 0) > 0 and (w.stats.gen_tps or 0) > 0]
+            # "Running" is a snapshot at print time and the throughput an average over the interval: a window
+            # says the interval's batch only when the snapshot before it shows the same batch (steady load).
+            busy, prev = [], None
+            for w in s.windows:
+                st = w.stats
+                if st is None:
+                    continue
+                run, gen_tps = st.running or 0, st.gen_tps or 0
+                if run > 0 and gen_tps > 0 and prev and abs(run - prev) <= 0.1 * max(run, prev):
+                    w_tau = w.spec.mean_len if w.spec is not None and w.spec.mean_len else tau
+                    busy.append((w_tau, st))
+                prev = run
             if len(busy) < 2:
                 continue
-            step = sum(tau * st.running / st.gen_tps for st in busy) / len(busy)
-            batch = sum(st.running for st in busy) / len(busy)
+            step = sum(t * st.running / st.gen_tps for t, st in busy) / len(busy)
+            batch = sum(st.running for _, st in busy) / len(busy)
+            tau = sum(t for t, _ in busy) / len(busy)
             obs = {"tokens_per_step": tau, "spec_step_s": step, "steps": None, "batch": batch,
                    "context_tokens": None, "drafts": s.drafts, "request": None,
-                   "preemptions": sum(st.preemptions or 0 for st in busy),
+                   "preemptions": sum(st.preemptions or 0 for _, st in busy),
                    "source": f"{s.lines_range()}: running / generation throughput x tokens/step over {len(busy)} "
-                             "busy stats windows"}
+                             "steady stats windows (no request histograms: decode steps only, queue, prefill and "
+                             "output processing left out)"}
             if best is None or len(busy) > best.get("_n", 0):
                 obs["_n"] = len(busy)
                 best = obs
@@ -158,7 +171,8 @@ def speedup_estimate(store: FactStore) -> dict[str, Any]:
     obs = _observed_from_metrics(store) or _observed_from_log(store)
     if obs is None:
         missing.append("tokens/step and step time (two /metrics scrapes of a V1 server under load, or a log with "
-                       "spec-decode metrics and busy stats lines)")
+                       "spec-decode metrics and at least two steady busy stats lines: the same Running count as "
+                       "the line before)")
     gpu = _gpu(store)
     if gpu is None:
         missing.append("the GPU (run on the GPU machine for NVML, or pass --gpu NAME, e.g. --gpu H100)")
