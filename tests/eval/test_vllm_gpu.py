@@ -179,3 +179,12 @@ def test_log_only_estimates_are_on_the_right_side_or_declined(tmp_path, name, c)
         return
     assert est["speedup"] == pytest.approx(measured, rel=0.25)
     assert (est["speedup"] < 1) == (measured < 1) or abs(measured - 1) < 0.05
+
+
+def test_the_gpu_comes_from_nvml_when_not_given(tmp_path):
+    store, _ = build_store(phase_inputs(tmp_path, "dm-k5-decay", 64))
+    snap = json.loads((ROOT.parent / "nvml" / "h200-snapshot.json").read_text())["snapshot"]
+    store.set("nvml.snapshot", snap)
+    est = store.get("speedup.estimate")
+    assert "from NVML (NVIDIA H200)" in est["basis"][1]
+    assert est["speedup"] == pytest.approx(measured_ratio("dm-k5-decay", 64), rel=0.20)
