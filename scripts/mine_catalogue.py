@@ -183,7 +183,11 @@ RULES: list[Rule] = [
          r"\bpiecewise\b|full_and_piecewise|full_decode_only|cudagraph_mode|cuda_graph_sizes",
          fix="Check the CUDA-graph mode the target and drafter run with (compilation_config.cudagraph_mode); "
              "drop --enforce-eager unless it is needed."),
-    # Memory.
+    # Memory: the KV cache under load first (a preemption warning also names gpu_memory_utilization).
+    Rule("kv-pressure", "kv-pressure",
+         r"preempt|kv cache (?:is )?full|no free (?:kv )?blocks|out of (?:kv )?blocks|"
+         r"not enough (?:kv[- ]cache )?(?:free )?blocks|cannot (?:be )?allocat\w* .*block|swapp?\w* out",
+         fix="KV cache too small for the load: more KV memory, fewer concurrent sequences, or a shorter K."),
     Rule("oom", "oom",
          r"out of memory|\boom\b|not enough (?:gpu |device )?memory|insufficient (?:gpu )?memory|"
          r"no available memory|free memory on device|memory profiling|gpu_memory_utilization|"
@@ -191,10 +195,6 @@ RULES: list[Rule] = [
          r"exceeds? (?:the )?(?:available|free) (?:gpu )?memory|memory usage",
          fix="Budget the memory: raise --gpu-memory-utilization if the GPU is free, lower --max-model-len or "
              "--max-num-seqs, and count the draft's weights and KV cache."),
-    Rule("kv-pressure", "kv-pressure",
-         r"preempt|kv cache (?:is )?full|no free (?:kv )?blocks|out of (?:kv )?blocks|"
-         r"not enough (?:kv[- ]cache )?(?:free )?blocks|cannot (?:be )?allocat\w* .*block|swapp?\w* out",
-         fix="KV cache too small for the load: more KV memory, fewer concurrent sequences, or a shorter K."),
     # Tokens.
     Rule("vocab", "vocab-mismatch",
          r"vocab\w*[ _]size.{0,80}(?:match|differ|same|equal)|same vocab|vocab\w* (?:mismatch|intersection)|"
@@ -366,18 +366,31 @@ def _spec_numeric(spec: str) -> str:
 
 @dataclass
 class Scope:
-    assigns: dict[str, list[tuple[int, str, ast.AST]]] = field(default_factory=dict)  # name -> (line, op, value)
+    # name -> [(line, "=" or "+=", value, the conditional statements (ids) the assignment sits in)]
+    assigns: dict[str, list[tuple[int, str, ast.AST, frozenset[int]]]] = field(default_factory=dict)
+
+
+CONDITIONAL = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match) + \
+    ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+NEW_SCOPE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
 def _collect_assigns(body: ast.AST) -> Scope:
     sc = Scope()
-    for n in ast.walk(body):
-        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
-            sc.assigns.setdefault(n.targets[0].id, []).append((n.lineno, "=", n.value))
-        elif isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.value is not None:
-            sc.assigns.setdefault(n.target.id, []).append((n.lineno, "=", n.value))
-        elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and isinstance(n.op, ast.Add):
-            sc.assigns.setdefault(n.target.id, []).append((n.lineno, "+=", n.value))
+
+    def walk(node: ast.AST, conds: frozenset[int]) -> None:
+        for n in ast.iter_child_nodes(node):
+            if isinstance(n, NEW_SCOPE):
+                continue
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+                sc.assigns.setdefault(n.targets[0].id, []).append((n.lineno, "=", n.value, conds))
+            elif isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.value is not None:
+                sc.assigns.setdefault(n.target.id, []).append((n.lineno, "=", n.value, conds))
+            elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and isinstance(n.op, ast.Add):
+                sc.assigns.setdefault(n.target.id, []).append((n.lineno, "+=", n.value, conds))
+            walk(n, conds | {id(n)} if isinstance(n, CONDITIONAL) else conds)
+
+    walk(body, frozenset())
     for v in sc.assigns.values():
         v.sort(key=lambda t: t[0])
     return sc
@@ -386,8 +399,9 @@ def _collect_assigns(body: ast.AST) -> Scope:
 class Renderer:
     """Renders a message expression to pieces (literal text and holes), following simple local assignments."""
 
-    def __init__(self, scopes: list[Scope]):
+    def __init__(self, scopes: list[Scope], conds: frozenset[int] = frozenset()):
         self.scopes = scopes  # innermost first
+        self.conds = conds  # the conditional statements the message sits in
 
     def render(self, node: ast.AST, line: int, depth: int = 0) -> list[Piece]:
         if depth > 6:
@@ -435,8 +449,10 @@ class Renderer:
                 return None
             first = hist[start]
             out = self.render(first[2], first[0], depth + 1)
-            for ln, _, val in hist[start + 1:]:
-                out = out + self.render(val, ln, depth + 1)
+            for ln, _, val, conds in hist[start + 1:]:
+                # Text appended under a condition the message does not share may or may not be there: a hole
+                # (`msg += "; setting cudagraph_mode=PIECEWISE"` in one branch, `"...=NONE"` in the other).
+                out = out + (self.render(val, ln, depth + 1) if conds <= self.conds else [Hole("...")])
             return out
         return None
 
@@ -544,11 +560,13 @@ class Extractor(ast.NodeVisitor):
         self.module_scope = _collect_assigns_module(tree)
         self.scopes: list[Scope] = [self.module_scope]
         self.msgs: list[Msg] = []
+        self.classes: list[str] = []
+        self.conds: list[int] = []
 
     def _add(self, kind: str, node: ast.AST | None, line: int, extra_args: list[ast.AST] | None = None) -> None:
         if node is None:
             return
-        r = Renderer(self.scopes)
+        r = Renderer(self.scopes, frozenset(self.conds))
         pieces = r.render(node, line)
         if extra_args:
             pieces = percent_format(pieces, extra_args)
@@ -558,17 +576,29 @@ class Extractor(ast.NodeVisitor):
 
     def _visit_scope(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
         self.scopes.insert(0, _collect_assigns(node))
+        saved, self.conds = self.conds, []
         self.generic_visit(node)
+        self.conds = saved
         self.scopes.pop(0)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        if isinstance(node, CONDITIONAL):
+            self.conds.append(id(node))
+            super().generic_visit(node)
+            self.conds.pop()
+        else:
+            super().generic_visit(node)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         # An exception class's fixed message (`ENGINE_DEAD_MESSAGE = "..."` passed to super().__init__).
+        self.classes.append(node.name)
         if re.search(r"(?:Error|Exception)$", node.name):
             for n in node.body:
                 if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
                         and re.search(r"MESSAGE|MSG", n.targets[0].id) and not n.targets[0].id.startswith("CLIENT"):
                     self._add(node.name, n.value, n.lineno)
         self.generic_visit(node)
+        self.classes.pop()
 
     visit_FunctionDef = _visit_scope
     visit_AsyncFunctionDef = _visit_scope
@@ -597,6 +627,10 @@ class Extractor(ast.NodeVisitor):
                 cat = node.args[1] if len(node.args) > 1 else next(
                     (k.value for k in node.keywords if k.arg == "category"), None)
                 self._add(_receiver(cat) if cat is not None else "UserWarning", node.args[0], node.lineno)
+        if isinstance(f, ast.Attribute) and f.attr == "__init__" and node.args and isinstance(f.value, ast.Call) \
+                and isinstance(f.value.func, ast.Name) and f.value.func.id == "super" and self.classes \
+                and re.search(r"(?:Error|Exception)$", self.classes[-1]):
+            self._add(self.classes[-1], node.args[0], node.lineno)  # an exception class's own message
         elif isinstance(f, ast.Name) and f.id in WARN_FUNCS and node.args:
             self._add(WARN_FUNCS[f.id], node.args[0], node.lineno)
         self.generic_visit(node)
@@ -606,7 +640,7 @@ def _collect_assigns_module(tree: ast.Module) -> Scope:
     sc = Scope()
     for n in tree.body:  # module-level constants only
         if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
-            sc.assigns.setdefault(n.targets[0].id, []).append((0, "=", n.value))
+            sc.assigns.setdefault(n.targets[0].id, []).append((0, "=", n.value, frozenset()))
     return sc
 
 
@@ -848,21 +882,26 @@ def index_versions() -> list[str]:
 # --------------------------------------------------------------------------------------------------------------
 @dataclass
 class Agg:
+    """One message across releases: keyed by its regex, so a hole renamed between releases (`{n}` -> `{self.n}`)
+    or a kind changed (ValueError -> VLLMValidationError) stays the same message; kind and text are the newest."""
+
     kind: str
     pieces: tuple[Piece, ...]
+    kinds: set[str] = field(default_factory=set)
     versions: list[str] = field(default_factory=list)
     sites: dict[str, tuple[str, int]] = field(default_factory=dict)  # path -> (newest tag, line)
 
 
 def mine(source: GitSource | SdistSource, min_version: str = MIN_VERSION, max_version: str | None = None,
-         log: bool = True) -> tuple[list[str], dict[tuple[str, str], Agg]]:
+         log: bool = True) -> tuple[list[str], dict[str, Agg]]:
     versions = [v for v in source.versions() if vkey(v) >= vkey(min_version)
                 and (max_version is None or vkey(v) <= vkey(max_version))]
     cache: dict[str, list[Msg]] = {}  # sha1 of a file's text -> its messages (most files repeat across releases)
-    aggs: dict[tuple[str, str], Agg] = {}
+    aggs: dict[str, Agg] = {}
+    keys: dict[tuple[Piece, ...], tuple[str, str]] = {}  # a message's pieces -> (regex, gate)
     for v in versions:
         t0 = time.time()
-        seen: set[tuple[str, str]] = set()
+        seen: set[str] = set()
         nfiles = 0
         for path, text in source.files(v):
             nfiles += 1
@@ -871,10 +910,17 @@ def mine(source: GitSource | SdistSource, min_version: str = MIN_VERSION, max_ve
             if msgs is None:
                 msgs = cache[h] = extract(text)
             for m in msgs:
-                key = (m.kind, template_of(m.pieces))
+                rg = keys.get(m.pieces)
+                if rg is None:
+                    rg = keys[m.pieces] = regex_and_gate(m.pieces)
+                if len(rg[1]) < MIN_GATE:
+                    continue  # too little fixed text to identify a line
+                key = rg[0]
                 a = aggs.get(key)
                 if a is None:
                     a = aggs[key] = Agg(m.kind, m.pieces)
+                a.kind, a.pieces = m.kind, m.pieces  # releases come oldest first: the newest wins
+                a.kinds.add(m.kind)
                 if key not in seen:
                     seen.add(key)
                     a.versions.append(v)
@@ -896,7 +942,7 @@ def ranges(present: list[str], releases: list[str]) -> list[list[str]]:
     return [[releases[a], releases[b]] for a, b in out]
 
 
-def build(versions: list[str], aggs: dict[tuple[str, str], Agg], source_kind: str, origin: str,
+def build(versions: list[str], aggs: dict[str, Agg], source_kind: str, origin: str,
           index: list[str] | None = None) -> dict:
     entries = []
     for a in aggs.values():
@@ -918,6 +964,8 @@ def build(versions: list[str], aggs: dict[tuple[str, str], Agg], source_kind: st
                    "sources": [f"{p}@{tag}:{ln}" for p, (tag, ln) in sites[:2]], "category": category}
         if rule:
             e["rule"] = rule  # its fix is in the header's "rules"
+        if len(a.kinds) > 1:
+            e["kinds"] = sorted(a.kinds)
         if spec:
             e["spec_related"] = True
         if not spec and holes:

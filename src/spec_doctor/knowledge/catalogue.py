@@ -20,6 +20,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+_REGEX_CHARS = 200  # the mined regexes cover a message's first ~200 characters (scripts/mine_catalogue.py)
 _HOLE = re.compile(r"\{[^}]*\}|%[-#0 +]*\d*(?:\.\d+)?[sdrfxi]|<[A-Za-z_]+>")
 
 
@@ -109,8 +110,15 @@ def templates() -> tuple[Template, ...]:
                               fix=fix_of(s_cat, s_rule, alt.get("fix", "") if alt else t.fix))
             t = replace(t, spec_variant=variant)
         out.append(t)
-    # Longer gates first: the most specific text wins when two match.
-    return tuple(sorted(out, key=lambda t: -len(t.gate)))
+    # The most specific first: when two match a line (a message and a longer later wording of it), the one with
+    # more fixed text wins, so the line is placed in the releases that printed exactly that.
+    return tuple(sorted(out, key=lambda t: (-_fixed_chars(t.template), -len(t.gate))))
+
+
+def _fixed_chars(template: str) -> int:
+    """How much fixed text the first line of a template has (within what its regex covers)."""
+    first = next((ln for ln in template.split("\n") if ln.strip()), "")
+    return min(len(re.sub(r"\{[^{}]*\}", "", first.replace("{{", "(").replace("}}", ")"))), _REGEX_CHARS)
 
 
 @lru_cache(maxsize=4096)
@@ -126,6 +134,15 @@ def identify(line: str) -> Template | None:
                 return t.spec_variant
             return t
     return None
+
+
+def matches(line: str) -> tuple[Template, ...]:
+    """Every catalogue template whose regex matches this text, most specific first."""
+    out = []
+    for t in templates():
+        if (not t.gate or t.gate in line) and t.regex.search(line):
+            out.append(t)
+    return tuple(out)
 
 
 def _vkey(v: str) -> tuple[int, ...]:
