@@ -14,13 +14,21 @@ def parse_version(text: str) -> Version:
 
 @provides("vllm.version")
 def vllm_version(store: FactStore) -> Sourced:
-    """The vLLM version under diagnosis: declared (--vllm-version) > the log's banner > installed."""
+    """The vLLM version under diagnosis: declared (--vllm-version) > a --server's /version > the log's banner >
+    installed."""
     declared = store.inputs.vllm_version
     if declared:
         try:
             return Sourced(parse_version(declared), "--vllm-version")
         except InvalidVersion:
             raise InputError(f"--vllm-version: '{declared}' is not a version (expected e.g. 0.10.1)") from None
+    servers = store.maybe("server.info") if store.inputs.servers else None
+    for one in (servers or {}).values():
+        if one.get("version"):
+            try:
+                return Sourced(parse_version(one["version"]), one["version_source"])
+            except InvalidVersion:
+                pass
     for fact, label in (("logs.vllm_version", None), ("env.vllm_install", "installed")):
         found = store.maybe(fact)
         if found is None:
@@ -45,6 +53,7 @@ SECTION_FACTS = {
     "vram": "vram.samples",
     "probe": "probe.result",
     "fleet": "fleet.summary",
+    "server": "server.summary",
 }
 
 
