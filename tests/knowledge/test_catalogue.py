@@ -202,6 +202,17 @@ def test_identify_rejects_text_that_only_shares_the_gate():
     assert checked >= 50
 
 
+def test_word_index_gives_the_answer_of_trying_every_template():
+    ts = cat.templates()
+    for t in ts[::10]:
+        line = next(ln for ln in _render(t.template).split("\n") if ln.strip()).strip()
+        brute = next((x for x in ts if x.gate in line and x.regex.search(line)), None)
+        got = cat.identify(line)
+        assert (got and got.template) == (brute and brute.template), line
+        assert [m.template for m in cat.matches(line)] == [x.template for x in ts
+                                                           if x.gate in line and x.regex.search(line)]
+
+
 def test_release_range_inferred_from_a_recorded_log_holds_its_vllm():
     checked = narrowed = 0
     for d in sorted((FIXTURES / "vllm-cpu" / "scenarios").iterdir()):

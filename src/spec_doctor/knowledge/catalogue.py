@@ -121,11 +121,40 @@ def _fixed_chars(template: str) -> int:
     return min(len(re.sub(r"\{[^{}]*\}", "", first.replace("{{", "(").replace("}}", ")"))), _REGEX_CHARS)
 
 
+_WORD = re.compile(r"\w+")
+
+
+@lru_cache(maxsize=1)
+def _index() -> tuple[dict[str, list[int]], list[int]]:
+    """Templates by one whole word of their gate (a word inside the gate, so a line that holds the gate holds
+    that word as a whole word), and the few without one: a line is tried only against the templates whose word it
+    contains."""
+    by_word: dict[str, list[int]] = {}
+    always: list[int] = []
+    for i, t in enumerate(templates()):
+        inner = _WORD.findall(t.gate)[1:-1]
+        word = max(inner, key=len) if inner else ""
+        if len(word) >= 3:
+            by_word.setdefault(word, []).append(i)
+        else:
+            always.append(i)
+    return by_word, always
+
+
+def _candidates(line: str) -> list[Template]:
+    by_word, always = _index()
+    picked = set(always)
+    for w in set(_WORD.findall(line)):
+        picked.update(by_word.get(w, ()))
+    ts = templates()
+    return [ts[i] for i in sorted(picked)]
+
+
 @lru_cache(maxsize=4096)
 def identify(line: str) -> Template | None:
     """The catalogue template this log text comes from, or None. When the text the template's holes took names
     speculation, the template's speculation variant (its category for that case)."""
-    for t in templates():
+    for t in _candidates(line):
         if t.gate and t.gate not in line:
             continue
         m = t.regex.search(line)
@@ -139,7 +168,7 @@ def identify(line: str) -> Template | None:
 def matches(line: str) -> tuple[Template, ...]:
     """Every catalogue template whose regex matches this text, most specific first."""
     out = []
-    for t in templates():
+    for t in _candidates(line):
         if (not t.gate or t.gate in line) and t.regex.search(line):
             out.append(t)
     return tuple(out)
