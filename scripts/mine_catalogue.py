@@ -40,7 +40,7 @@ import tarfile
 import time
 import urllib.request
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -457,55 +457,54 @@ class Renderer:
         return None
 
 
-def percent_format(pieces: list[Piece], args: Sequence[ast.AST]) -> list[Piece]:
+def _substitute(pieces: list[Piece], rx: re.Pattern[str], repl: Callable[[re.Match[str]], Piece]) -> list[Piece]:
+    """Each match of `rx` in the literal pieces replaced by repl(match) (a hole, or literal text)."""
     out: list[Piece] = []
-    i = 0
     for p in pieces:
         if isinstance(p, Hole):
             out.append(p)
             continue
         pos = 0
-        for m in PCT.finditer(p):
-            out.append(p[pos:m.start()])
+        for m in rx.finditer(p):
+            out += [p[pos:m.start()], repl(m)]
             pos = m.end()
-            conv = m["conv"]
-            if conv == "%":
-                out.append("%")
-                continue
-            name = m["key"] or (_hole_name(args[i]) if i < len(args) else "...")
-            if not m["key"]:
-                i += 1
-            out.append(Hole(name, "int" if conv in "diu" else "float" if conv in "eEfFgG" else ""))
         out.append(p[pos:])
     return out
+
+
+def percent_format(pieces: list[Piece], args: Sequence[ast.AST]) -> list[Piece]:
+    """`"... %s ..." % args` or a logger call's lazy %-formatting: each conversion becomes a hole."""
+    arg = iter(args)
+
+    def repl(m: re.Match[str]) -> Piece:
+        conv = m["conv"]
+        if conv == "%":
+            return "%"
+        node = None if m["key"] else next(arg, None)
+        name = m["key"] or (_hole_name(node) if node is not None else "...")
+        return Hole(name, "int" if conv in "diu" else "float" if conv in "eEfFgG" else "")
+
+    return _substitute(pieces, PCT, repl)
 
 
 def brace_format(pieces: list[Piece], args: Sequence[ast.AST], kwargs: dict[str, ast.AST]) -> list[Piece]:
-    out: list[Piece] = []
-    auto = 0
-    for p in pieces:
-        if isinstance(p, Hole):
-            out.append(p)
-            continue
-        pos = 0
-        for m in BRACE.finditer(p):
-            out.append(p[pos:m.start()])
-            pos = m.end()
-            tok = m.group(0)
-            if tok in ("{{", "}}"):
-                out.append(tok[0])
-                continue
-            fld = (m["field"] or "").split(".")[0].split("[")[0]
-            if fld == "":
-                node = args[auto] if auto < len(args) else None
-                auto += 1
-            elif fld.isdigit():
-                node = args[int(fld)] if int(fld) < len(args) else None
-            else:
-                node = kwargs.get(fld)
-            out.append(Hole(_hole_name(node) if node is not None else (fld or "..."), _spec_numeric(m["spec"] or "")))
-        out.append(p[pos:])
-    return out
+    """`"...{}...".format(...)`: each replacement field becomes a hole named by its argument."""
+    auto = iter(args)
+
+    def repl(m: re.Match[str]) -> Piece:
+        tok = m.group(0)
+        if tok in ("{{", "}}"):
+            return tok[0]
+        fld = (m["field"] or "").split(".")[0].split("[")[0]
+        if fld == "":
+            node = next(auto, None)
+        elif fld.isdigit():
+            node = args[int(fld)] if int(fld) < len(args) else None
+        else:
+            node = kwargs.get(fld)
+        return Hole(_hole_name(node) if node is not None else (fld or "..."), _spec_numeric(m["spec"] or ""))
+
+    return _substitute(pieces, BRACE, repl)
 
 
 def _merge(pieces: list[Piece]) -> list[Piece]:
