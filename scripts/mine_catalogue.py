@@ -138,7 +138,8 @@ SPEC = r"(?:specul|spec[ _-]?decod|\bdraft|eagle|medusa|\bmtp\b|n-?gram|suffix|p
 
 RULES: list[Rule] = [
     # Not diagnostic: start-up chatter, caches, shutdown, programming placeholders.
-    Rule("shutdown", "none", r"^\[shutdown\]|force killing|shutting down|received (?:sig|signal)|keyboardinterrupt"),
+    Rule("shutdown", "none", r"^\[shutdown\]|force killing|shutting down|received (?:sig|signal)|keyboardinterrupt",
+         kinds=_f("warning")),  # an ERROR that says a process died and the engine shuts down is a crash
     Rule("compile-cache", "none", r"compiling model again due to a load failure|cache (?:dir|directory)|"
                                   r"(?:load|sav)\w* .*compil\w* (?:graph|artifact)|hash\w* of the|compiled graph",
          kinds=_f("warning")),
@@ -989,6 +990,18 @@ def build(versions: list[str], aggs: dict[str, Agg], source_kind: str, origin: s
         "source_kind": source_kind,
         "source": origin,
         "made_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "fields": {"template": "the message, holes as {expression}, literal braces doubled; cut with … past "
+                               f"{TEMPLATE_CHARS} characters",
+                   "regex": f"matches the rendered first line (its first ~{REGEX_CHARS} characters)",
+                   "gate": "fixed text every rendered line holds; the regex is tried only when it is there",
+                   "kind": "exception type, or the log level (warning, error, critical), or argparse",
+                   "kinds": "every kind the message had across releases, when more than one",
+                   "first_version/last_version": "the first and last release that has the message",
+                   "ranges": "runs of releases that have it, when it was absent in between",
+                   "sources": "path@tag:line, newest first (at most two files)",
+                   "spec_related": "true when the message or its module is about speculation (absent: false)",
+                   "category/rule": "taxonomy category and the RULES entry that gave it (its fix: header.rules)",
+                   "if_spec": "category/rule when the text in its holes names speculation"},
         "releases": versions,
         "first_release": versions[0] if versions else None,
         "newest_release": versions[-1] if versions else None,

@@ -300,6 +300,8 @@ RULE_TABLE = [
      "none"),
     ("min_p and logit_bias parameters won't work with speculative decoding.", "warning",
      "vllm/v1/sample/logits_processor/__init__.py", "none"),
+    ("Worker proc {} died unexpectedly, shutting down executor.", "error", "vllm/v1/executor/multiproc_executor.py",
+     "engine-bug"),  # an error that says the engine goes down is a crash, not shutdown chatter
     ("EngineCore encountered an issue. See stack trace (above) for the root cause.", "EngineDeadError",
      "vllm/v1/engine/exceptions.py", "engine-bug"),
     ("Speculative decoding with draft model is not supported yet. Please consider using other speculative decoding "
