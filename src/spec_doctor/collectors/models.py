@@ -10,24 +10,23 @@ low confidence.
 
 from __future__ import annotations
 
-import re
-
 from spec_doctor.engine.facts import FactStore, FactUnavailable, provides
 from spec_doctor.knowledge.models import MODEL_FREE, method_family
-from spec_doctor.parsers.model_dir import DraftSpec, ModelInfo, PairInfo, build_pair, load_model_info
+from spec_doctor.parsers.model_dir import (
+    DraftSpec,
+    ModelInfo,
+    PairInfo,
+    build_pair,
+    load_model_info,
+    parse_draft_arg,
+)
 
 
 def draft_spec(store: FactStore) -> DraftSpec | None:
     """What drafts: --draft (a model, a method name, or 'method:model') else the deployment config."""
     given = store.inputs.draft
     if given:
-        text = given.strip()
-        head, sep, rest = text.partition(":")
-        if sep and method_family(head) and rest and not re.match(r"^[A-Za-z]:[\\/]", text):
-            return DraftSpec(head.lower(), rest, "--draft")
-        if method_family(text):
-            return DraftSpec(text.lower(), None, "--draft")
-        return DraftSpec(None, text, "--draft")
+        return parse_draft_arg(given)
     dep = store.maybe("config.deployment")
     spec = getattr(dep, "speculative", None)
     if spec is None:
