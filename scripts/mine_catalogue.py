@@ -76,10 +76,12 @@ AREAS: list[tuple[str, re.Pattern[str]]] = [(a, re.compile(p)) for a, p in [
                      r"|^vllm/v1/cudagraph_dispatcher\.py$|^vllm/worker/multi_step\w*\.py$"),
     ("worker", r"^vllm/(?:v1/)?worker/"),
     ("engine", r"^vllm/v1/engine/|^vllm/engine/(?:llm_engine|async_llm_engine|multiprocessing/\w+)\.py$"
-               r"|^vllm/v1/executor/|^vllm/executor/|^vllm/v1/utils\.py$|^vllm/v1/metrics/|^vllm/engine/metrics\.py$"),
+               r"|^vllm/v1/executor/|^vllm/executor/|^vllm/v1/utils\.py$|^vllm/v1/metrics/|^vllm/engine/metrics\.py$"
+               r"|^vllm/logging_utils/"),
     ("platform", r"^vllm/platforms/"),
     ("attention", r"^vllm/(?:v1/)?attention/(?:backends/|selector\.py$|layer\.py$)|^vllm/attention/selector\.py$"),
     ("sampling", r"^vllm/v1/sample/|^vllm/sampling_params\.py$|^vllm/model_executor/layers/sampler\.py$"),
+    ("quantization", r"^vllm/model_executor/layers/quantization/"),
     ("model-loader", r"^vllm/model_executor/model_loader/|^vllm/model_executor/models/(?:utils|registry)\.py$"
                      r"|^vllm/transformers_utils/(?:config|tokenizer)\w*\.py$"),
     ("utils", r"^vllm/utils/|^vllm/(?:logger|envs|exceptions|_custom_ops)\.py$"),
@@ -298,6 +300,9 @@ RULES: list[Rule] = [
          fix="Change the configuration as the error says."),
     Rule("platform-error", "env-platform", kinds=EXC_KINDS, areas=_f("platform"),
          fix="The platform cannot run this configuration; check the platform's support matrix."),
+    Rule("quantization-error", "quantization", kinds=EXC_KINDS | ERROR_LOGS, areas=_f("quantization"),
+         fix="The quantization method or its kernel does not support this layer/shape/GPU: check the method "
+             "and its requirements for this release."),
     Rule("not-implemented", "env-version", kinds=_f("NotImplementedError"),
          fix="This release does not implement it: upgrade vLLM or choose another method/backend."),
     Rule("runtime-error", "engine-bug", kinds=EXC_KINDS,

@@ -38,6 +38,7 @@ class Template:
     gate: str  # the longest literal chunk of the first line; the regex is tried only when it is in the line
     ranges: tuple[tuple[str, str], ...] = ()  # runs of releases in which the message exists
     rule: str = ""  # the mining rule that gave the category
+    lead: str = ""  # the fixed text the message starts with (up to its first hole)
     spec_variant: Template | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -102,7 +103,7 @@ def templates() -> tuple[Template, ...]:
         category, rule = e.get("category", "none"), e.get("rule", "")
         t = Template(e["template"], e.get("kind", ""), category, fix_of(category, rule, e.get("fix", "")), first,
                      last, source, bool(e.get("spec_related")), e["regex"], e.get("gate") or _gate(e["template"]),
-                     rng, rule)
+                     rng, rule, _lead(e["template"]))
         if not t.spec_related and "{" in t.template:
             alt = e.get("if_spec") or {}
             s_cat, s_rule = alt.get("category", category), alt.get("rule", rule)
@@ -113,6 +114,13 @@ def templates() -> tuple[Template, ...]:
     # The most specific first: when two match a line (a message and a longer later wording of it), the one with
     # more fixed text wins, so the line is placed in the releases that printed exactly that.
     return tuple(sorted(out, key=lambda t: (-_fixed_chars(t.template), -len(t.gate))))
+
+
+def _lead(template: str) -> str:
+    """The fixed text a template's first line starts with, up to its first hole."""
+    first = next((ln for ln in template.split("\n") if ln.strip()), "").lstrip()
+    m = re.match(r"(?:[^{}]|\{\{|\}\})*", first)
+    return (m.group(0) if m else "").replace("{{", "{").replace("}}", "}").rstrip("…")
 
 
 def _fixed_chars(template: str) -> int:
@@ -141,6 +149,31 @@ def _index() -> tuple[dict[str, list[int]], list[int]]:
     return by_word, always
 
 
+_LEAD_KEY = 24  # characters of a message's start that index it for lines cut short
+_MIN_CUT = 30  # a line cut short is identified by its start only when at least this much of it is there
+
+
+@lru_cache(maxsize=1)
+def _lead_index() -> dict[str, list[Template]]:
+    out: dict[str, list[Template]] = {}
+    for t in templates():
+        if len(t.lead) >= _MIN_CUT:
+            out.setdefault(t.lead[:_LEAD_KEY], []).append(t)
+    return out
+
+
+def _cut_short(line: str) -> Template | None:
+    """A message whose line was cut short where the log was pasted: the line is the start of the message's fixed
+    opening text, or holds all of that opening text and the rest was cut (the full regex then cannot match)."""
+    text = line.strip()
+    if len(text) < _MIN_CUT:
+        return None
+    for t in _lead_index().get(text[:_LEAD_KEY], ()):
+        if t.lead.startswith(text) or text.startswith(t.lead):
+            return t
+    return None
+
+
 def _candidates(line: str) -> list[Template]:
     by_word, always = _index()
     picked = set(always)
@@ -162,7 +195,10 @@ def identify(line: str) -> Template | None:
             if t.spec_variant is not None and _spec_words().search(line, m.start()):
                 return t.spec_variant
             return t
-    return None
+    cut = _cut_short(line)
+    if cut is not None and cut.spec_variant is not None and _spec_words().search(line):
+        return cut.spec_variant
+    return cut
 
 
 def matches(line: str) -> tuple[Template, ...]:
@@ -195,7 +231,8 @@ def present_in(t: Template) -> frozenset[str]:
 
 def versions_consistent(templates_seen: list[Template] | tuple[Template, ...]) -> tuple[str, ...]:
     """The releases (oldest first) in which every given template exists: the vLLM versions that could have
-    written a log in which all of them were found. Empty when no release has them all; all releases when none
+    written a log in which all of them were found (identified from its WARNING/ERROR lines and exception
+    messages: the catalogue holds those, and an INFO line can share the words of one). Empty when no release has them all; all releases when none
     are given."""
     order = releases()
     keep = set(order)
