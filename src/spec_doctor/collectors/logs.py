@@ -253,11 +253,14 @@ def log_spec_overhead(store: FactStore) -> list[dict[str, Any]]:
              "title": h.signature.title, "meaning": h.signature.meaning, "signature_source": h.signature.source}
             for lf in usable(store.get("logs.files")) for h in lf.signatures.values()
             if h.signature.category == "spec-overhead"]
-    seen = {h["text"] for h in hits}
+    from spec_doctor.parsers.logparse import load_signatures
+
+    covered = [sig.pattern for sig in load_signatures() if sig.category == "spec-overhead"]
     events = store.maybe("logs.events") or []
     hits += [{"source": e["source"], "text": e["text"][:300], "template": e["template"]}
              for f in events for e in f["events"]
-             if e["template"] and e["template"]["category"] == "spec-overhead" and e["text"][:300] not in seen]
+             if e["template"] and e["template"]["category"] == "spec-overhead"
+             and not any(p.search(e["text"]) for p in covered)]
     if not hits:
         raise FactUnavailable("no start-up message about speculation overhead in the log(s)")
     return hits
