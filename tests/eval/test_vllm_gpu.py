@@ -188,3 +188,13 @@ def test_the_gpu_comes_from_nvml_when_not_given(tmp_path):
     est = store.get("speedup.estimate")
     assert "from NVML (NVIDIA H200)" in est["basis"][1]
     assert est["speedup"] == pytest.approx(measured_ratio("dm-k5-decay", 64), rel=0.20)
+
+
+def test_a_speculating_server_without_an_estimate_gets_a_measurement_note(tmp_path):
+    diag = diagnose(phase_inputs(tmp_path, "dm-k5-decay", 64))  # no --gpu, no NVML on CI
+    (note,) = [f for f in diag.findings if f.id == "speedup.inputs.missing"]
+    assert note.category.value == "measurement" and note.severity.value == "info"
+    assert "--gpu" in note.evidence[0].detail and note.fix.commands[0].startswith("spec-doctor tune")
+    # A plain server is not speculating: nothing to say.
+    plain = diagnose(phase_inputs(tmp_path, "base", 64))
+    assert not [f for f in plain.findings if f.id.startswith("speedup.")]

@@ -1,9 +1,9 @@
 """Is speculation paying off? The speedup verdict from what the server shows (knowledge/speedup.py).
 
 A net loss is `spec-overhead` (the method's per-step cost in this engine) or `high-concurrency` (verification
-turned compute-bound at this batch); a paying run gets a healthy note with its estimated gain. When the inputs
-cannot support an estimate the check is skipped with the reason `speedup.estimate` gives (what is missing, and
-`spec-doctor tune` for a measured A/B).
+turned compute-bound at this batch); a paying run gets a healthy note with its estimated gain. A server seen
+speculating whose inputs cannot support an estimate gets a `measurement` note with what is missing and
+`spec-doctor tune` for a measured A/B (`speedup.inputs`).
 """
 
 from __future__ import annotations
@@ -128,3 +128,18 @@ def verdict(facts: Mapping[str, Any]) -> list[Finding]:
                         f"each){named}: {advice}", tuple(cmds)),
                     impact=f"About {cost:.0f} % more throughput without speculation in this configuration.",
                     impact_score=min(1.0, 0.5 + cost / 100), data=data)]
+
+
+@check("speedup.inputs", categories=["measurement"], needs=["speedup.missing"],
+       findings={"speedup.inputs.missing": "speculation runs, but the inputs cannot say whether it pays off"},
+       sources=["https://github.com/vllm-project/vllm/blob/v0.26.0/vllm/v1/metrics/stats.py"])
+def inputs_missing(facts: Mapping[str, Any]) -> list[Finding]:
+    """A server seen speculating (spec-decode counters or log lines) whose speedup cannot be estimated: what is
+    missing, and the A/B run that measures it instead."""
+    reason = facts["speedup.missing"]
+    return [Finding("speedup.inputs.missing", Category.MEASUREMENT, Severity.INFO, 0.5,
+                    "Speculation runs, but whether it pays off cannot be told from these inputs",
+                    (Evidence("speedup.estimate", reason),),
+                    Fix("Give what is missing (see the evidence), or measure speculation on and off on this server",
+                        ("spec-doctor tune --cmd \"<your vllm serve command>\"",)),
+                    impact_score=0.1)]

@@ -176,7 +176,9 @@ def speedup_estimate(store: FactStore) -> dict[str, Any]:
     gpu = _gpu(store)
     if gpu is None:
         missing.append("the GPU (run on the GPU machine for NVML, or pass --gpu NAME, e.g. --gpu H100)")
-    size = _target_size(store)
+    # The target's size only for a server whose speculation was observed: reading it otherwise would count the
+    # model inputs as consulted (inputs.status) for nothing.
+    size = _target_size(store) if obs is not None else {"weights": 1, "params": 1}
     if not size["weights"] or not size["params"]:
         missing.append("the target's size (its start-up log with 'Model loading took', or --target MODEL_DIR "
                        "with config.json or safetensors)")
@@ -220,3 +222,20 @@ def speedup_estimate(store: FactStore) -> dict[str, Any]:
     est = estimate_speedup(tokens_per_step=tau, spec_step_s=obs["spec_step_s"], plain=plain, tau_stderr=stderr,
                            basis=basis, request=req, **kw)
     return est.to_dict()
+
+
+@provides("speedup.missing")
+def speedup_missing(store: FactStore) -> str:
+    """Why a server that is observed speculating gets no speedup estimate (the estimate's own reason)."""
+    drafts = any((d.num_drafts or 0) > 0 for w in store.maybe("metrics.deltas") or [] for d in w.engines.values())
+    logged = any(a.get("windows") for a in store.maybe("logs.acceptance") or [])
+    if not (drafts or logged):
+        raise FactUnavailable("no speculative decoding observed in the logs or /metrics")
+    try:
+        store.get("speedup.estimate")
+        available = True
+    except FactUnavailable as exc:
+        available, reason = False, str(exc)
+    if available:
+        raise FactUnavailable("the speedup estimate is available")
+    return reason
