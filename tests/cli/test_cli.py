@@ -70,7 +70,9 @@ def test_no_arguments_diagnoses_this_machine():
     proc = run_cli("check", "--format", "json")
     assert proc.returncode in (0, 1), proc.stderr
     report = json.loads(proc.stdout)
-    assert report["verdict"] in ("healthy", "degraded", "broken")
+    # The machine is checked; with no log, /metrics or server nothing says how speculation does: unknown unless
+    # the environment itself has a problem.
+    assert report["verdict"] in ("unknown", "degraded", "broken")
     assert any(c["status"] in ("pass", "findings") for c in report["checks"])
 
 

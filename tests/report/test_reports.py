@@ -92,4 +92,7 @@ def test_markdown_has_ranked_sections_and_fix_block():
 
 def test_console_lists_not_run_checks():
     out = reports.renderer("console")(report_dict(_diag()), color=False)
-    assert "BROKEN" in out and "r.skipped" in out and "fix:" in out
+    # one line for the checks that did not run; --verbose lists them
+    assert "BROKEN" in out and "fix:" in out and "1 check(s) not run (no provider for fact 'absent')" in out
+    assert "r.skipped" not in out
+    assert "r.skipped" in reports.renderer("console")(report_dict(_diag()), color=False, verbose=True)

@@ -13,7 +13,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
+from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity, clip
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.deployment import DeploymentConfig
@@ -912,8 +912,8 @@ def vllm_parser(facts: Mapping[str, Any]) -> list[Finding]:
     if not res.get("ok"):
         err = str(res.get("error") or "rejected")
         return [Finding("config.vllm-parser.rejected", Category.CONFIG_DEPRECATED, Severity.ERROR, 0.95,
-                        f"vLLM {res.get('version') or ''} rejects the command line: {err[:160]}".replace("  ", " "),
-                        evidence=(Evidence(src, err[:300]),),
+                        f"vLLM {res.get('version') or ''} rejects the command line: {clip(err, 160)}".replace("  ", " "),
+                        evidence=(Evidence(src, clip(err, 300)),),
                         fix=Fix("Corrected command:", _fix_cmds(cfg, _pv(res)) if cfg else ()),
                         impact="the server starts", impact_score=0.9)]
     out: list[Finding] = []

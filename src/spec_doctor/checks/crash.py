@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
+from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity, clip
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge.crashes import classify
 
@@ -96,8 +96,8 @@ def crash(facts: Mapping[str, Any]) -> list[Finding]:
         msg = (tb["exc_msg"] or "").strip()
         where = f"{tb['site']} in {tb['func']}" if tb["site"] else "a frame outside vLLM"
         category = Category(row.category) if row is not None else Category.ENGINE_BUG
-        title = (row.title if row is not None else "vLLM crashed") + f": {exc}" + (f": {msg[:120]}" if msg else "")
-        ev = [Evidence(tb["source"], f"{exc}{': ' + msg[:300] if msg else ''} (raised in {where})")]
+        title = (row.title if row is not None else "vLLM crashed") + f": {exc}" + (f": {clip(msg, 120)}" if msg else "")
+        ev = [Evidence(tb["source"], f"{exc}{': ' + clip(msg, 300) if msg else ''} (raised in {where})")]
         if tb["frames"]:
             ev.append(Evidence(tb["source"], "vLLM frames: " + " <- ".join(reversed(tb["frames"]))))
         if entry["count"] > 1:
@@ -105,7 +105,7 @@ def crash(facts: Mapping[str, Any]) -> list[Finding]:
         tpl = tb.get("template")
         if tpl and tpl.get("source"):
             ev.append(Evidence(tpl["source"], f"vLLM's message (in releases {tpl.get('first_version')}-"
-                                              f"{tpl.get('last_version')}): {tpl['template'][:200]}"))
+                                              f"{tpl.get('last_version')}): {clip(tpl['template'], 200)}"))
         fix_text = (tpl["fix"] if tpl and tpl.get("fix") and tpl.get("category") == category.value else
                     row.fix if row is not None else
                     "Read the exception and the innermost vLLM frame; upgrade to the newest release or report it.")
@@ -160,18 +160,18 @@ def messages(facts: Mapping[str, Any]) -> list[Finding]:
         worst = "ERROR" if any(e["level"] in ("ERROR", "CRITICAL") for e in evs) else "WARNING"
         sev = Severity.WARNING if worst == "ERROR" or tpl["category"] == "spec-overhead" else Severity.INFO
         count = sum(e["count"] for e in evs)
-        ev = [Evidence(e["source"], e["text"][:300]) for e in evs[:3]]
+        ev = [Evidence(e["source"], clip(e["text"], 300)) for e in evs[:3]]
         ev.append(Evidence(tpl["source"] or "vLLM source",
                            f"vLLM {tpl['kind'] or 'message'} in releases {tpl['first_version']}-{tpl['last_version']}"))
         out.append(Finding("logs.messages.known", Category(tpl["category"]), sev, 0.6 if worst == "ERROR" else 0.5,
-                           f"vLLM says: {evs[0]['text'][:140]}" + (f" ({count}x)" if count > 1 else ""), tuple(ev),
+                           f"vLLM says: {clip(evs[0]['text'], 140)}" + (f" ({count}x)" if count > 1 else ""), tuple(ev),
                            Fix(tpl["fix"]) if tpl["fix"] else None, impact_score=0.5,
                            data={"template": tpl["template"], "count": count}))
     if unknown:
         count = sum(e["count"] for e in unknown)
         out.append(Finding("logs.messages.errors", Category.ENGINE_BUG, Severity.WARNING, 0.35,
                            f"vLLM logged {count} error line(s) that nothing here explains",
-                           tuple(Evidence(e["source"], e["text"][:300]) for e in unknown[:4]),
+                           tuple(Evidence(e["source"], clip(e["text"], 300)) for e in unknown[:4]),
                            Fix("Read these lines (and any traceback near them) before trusting the run's numbers; "
                                "they may be the real problem."),
                            impact="Errors the diagnosis could not place.", impact_score=0.4,

@@ -210,8 +210,9 @@ def memory_budget(facts: Mapping[str, Any]) -> list[Finding]:
                     impact="vLLM refuses to start (free memory below the requested utilization)", impact_score=0.8,
                     data={"gpu": g["index"], "used_bytes": used, "outside_bytes": b.outside_bytes}))
 
-    # 6. KV pressure: the configured concurrency does not fit even for short requests.
-    short = 1024
+    # 6. KV pressure: the configured concurrency does not fit even for short requests (1024 tokens, or
+    #    max_model_len when requests cannot be that long).
+    short = min(1024, b.max_model_len) if b.max_model_len else 1024
     cc_short = b.concurrency_at(short)
     kv_problem = False
     if cc_short is not None and b.max_num_seqs and b.max_num_seqs_explicit and cc_short < b.max_num_seqs:
@@ -229,7 +230,7 @@ def memory_budget(facts: Mapping[str, Any]) -> list[Finding]:
             fix=Fix("Admit no more requests than the KV cache holds, or give it more memory", tuple(cmds)),
             impact="fewer preemptions (each one recomputes a request's prompt)", impact_score=0.6,
             data={"kv_tokens": b.effective_kv_tokens, "max_num_seqs": b.max_num_seqs,
-                  "concurrency_at_1024": round(cc_short, 2)}))
+                  "request_tokens": short, "concurrency": round(cc_short, 2)}))
 
     # 7. The draft's share while memory is short.
     oom_found = any(f.category is Category.OOM for f in out)

@@ -421,6 +421,8 @@ def positions(facts: Mapping[str, Any]) -> list[Finding]:
         if d.legacy_v0 or not counts or not n or n < threshold("min_drafts_positions"):
             continue
         survival = d.per_position_rates
+        if not survival:
+            continue  # the totals the rates divide by are missing (a NaN counter): inputs.metrics-impossible
         k = len(counts)
         ev = Evidence(w.window_label, f"{_label(w, d)}: per-position acceptance "
                                       + ", ".join(f"{100 * s:.1f}%" for s in survival)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from spec_doctor.cli.io import busy, check_file, command_from, write_output
+from spec_doctor.cli.io import busy, check_file, command_from, use_vllm_python, write_output
 from spec_doctor.cli.options import (
     AllowDownloadOpt,
     CmdFileOpt,
@@ -22,11 +22,12 @@ from spec_doctor.cli.options import (
     OnlyOpt,
     OutputOpt,
     PromptsOpt,
-    ServerOpt,
+    ServersOpt,
     SkipOpt,
     TargetOpt,
     TemperatureOpt,
     TimeoutOpt,
+    VllmPythonOpt,
     VllmVersionOpt,
 )
 from spec_doctor.engine.facts import InputError
@@ -42,6 +43,7 @@ def check_cmd(
     target: TargetOpt = None,
     draft: DraftOpt = None,
     vllm_version: VllmVersionOpt = None,
+    vllm_python: VllmPythonOpt = None,
     metrics_url: MetricsUrlOpt = [],
     metrics_file: Annotated[list[str], typer.Option(
         "--metrics-file", help="A saved /metrics scrape (repeatable; two files = before/after).")] = [],
@@ -49,7 +51,7 @@ def check_cmd(
         "--metrics-interval", help="Seconds between the two scrapes of --metrics-url.")] = 5.0,
     temperature: TemperatureOpt = None,
     probe: Annotated[str | None, typer.Option("--probe", help="Run the acceptance probe: offline|live.")] = None,
-    server: ServerOpt = None,
+    server: ServersOpt = [],
     prompts: PromptsOpt = None,
     watch_vram: Annotated[float | None, typer.Option(
         "--watch-vram", help="Sample VRAM via NVML for S seconds.")] = None,
@@ -92,12 +94,14 @@ def check_cmd(
     if config:
         check_file(config, "config file")
     cmd = command_from(cmd, cmd_file)
+    use_vllm_python(vllm_python)
+    servers, metrics_urls = server_inputs(server, metrics_url)
     if prompts:
         check_file(prompts, "prompt file")
     inputs = Inputs(logs=list(log), cmd=cmd, config=config, target=target, draft=draft,
-                    vllm_version=vllm_version, metrics_urls=list(metrics_url),
+                    vllm_version=vllm_version, metrics_urls=metrics_urls,
                     metrics_baseline=list(metrics_file), metrics_interval_s=metrics_interval,
-                    temperature=temperature, probe=probe, server=server, prompts=prompts,
+                    temperature=temperature, probe=probe, server=servers[0] if servers else None, servers=servers, prompts=prompts,
                     watch_vram_s=watch_vram, allow_download=allow_download, timeout_s=timeout)
     from spec_doctor.report.gating import DEFAULT_IGNORE_FILE, baseline_keys, load_ignore_file
 
@@ -109,6 +113,8 @@ def check_cmd(
         diag = diagnose(inputs, only=only, skip=skip)
     if diag.input_errors:
         raise InputError(diag.input_errors[0])
+    if diag.unassessable:
+        raise InputError(diag.unassessable)
     gate(diag, ignores, base)
     report = report_dict(diag, redact_secrets=not no_redact)
     render = reports.renderer(fmt)
@@ -121,6 +127,22 @@ def check_cmd(
                      inputs=inputs, argv=["spec-doctor", *sys.argv[1:]], redact_personal=not no_redact)
         print(f"spec-doctor: support bundle written to {bundle}", file=sys.stderr)
     raise typer.Exit(exit_code(diag.findings, fail_on, assessed=diag.assessed))
+
+
+def server_inputs(servers: list[str], metrics_urls: list[str]) -> tuple[list[str], list[str]]:
+    """The --server base URLs, and the /metrics URLs to scrape: every --metrics-url plus each server's /metrics
+    (once, when the user did not name it already)."""
+    from spec_doctor.collectors.server import base_url
+    from spec_doctor.parsers.promparse import ScrapeError, normalize_url
+
+    bases = list(dict.fromkeys(base_url(s) for s in servers))
+    urls = list(metrics_urls)
+    try:
+        named = {normalize_url(u) for u in urls}
+    except ScrapeError as exc:
+        raise InputError(str(exc)) from None
+    urls += [b + "/metrics" for b in bases if b + "/metrics" not in named]
+    return bases, urls
 
 
 def checks_cmd(fmt: FormatOpt = "console") -> None:
@@ -136,9 +158,10 @@ def checks_cmd(fmt: FormatOpt = "console") -> None:
     elif fmt == "console":
         from rich.console import Console
 
+        from spec_doctor.report.formats.console import terminal_width
         from spec_doctor.report.views.checks import checks_table
 
-        Console(width=160).print(checks_table(rows))
+        Console(width=terminal_width()).print(checks_table(rows))
         for e in catalog.load_errors:
             print(f"spec-doctor: warning: {e}", file=sys.stderr)
     else:
@@ -146,15 +169,33 @@ def checks_cmd(fmt: FormatOpt = "console") -> None:
     raise typer.Exit(0)
 
 
-def explain_cmd(ident: Annotated[str, typer.Argument(metavar="ID", help="A check id or finding id.")]) -> None:
-    """Explain a check or finding id: what it means, its evidence and fixes, its sources."""
+def explain_cmd(
+    ident: Annotated[str, typer.Argument(metavar="ID", help="A finding id, a check id or a category.")],
+    report: Annotated[str | None, typer.Option(
+        "--report", help="A JSON report (check --format json): show this finding's evidence and fix from it.")] = None,
+) -> None:
+    """Explain a finding id, a check id or a category: what it means, its evidence and fixes, its sources."""
+    import json
+
     from spec_doctor.engine.registry import discover
-    from spec_doctor.report.views.checks import explain_text
+    from spec_doctor.report.views.checks import explain_category, explain_text
 
     catalog = discover()
+    seen = None
+    if report:
+        check_file(report, "report")
+        try:
+            data = json.loads(Path(report).read_text(encoding="utf-8"))
+            seen = next((f for f in data.get("findings", []) if f.get("id") == ident), None)
+        except (ValueError, OSError, AttributeError) as exc:
+            raise InputError(f"--report '{report}' is not a spec-doctor JSON report ({exc})") from None
     hit = catalog.explain(ident)
-    if hit is None:
-        raise InputError(f"unknown check or finding id '{ident}' (see `spec-doctor checks`)")
-    c, meaning = hit
-    print(explain_text(ident, c, meaning), end="")
+    if hit is not None:
+        c, meaning = hit
+        print(explain_text(ident, c, meaning or (seen or {}).get("title"), seen), end="")
+        raise typer.Exit(0)
+    text = explain_category(ident, catalog)
+    if text is None:
+        raise InputError(f"unknown finding id, check id or category '{ident}' (see `spec-doctor checks`)")
+    print(text, end="")
     raise typer.Exit(0)

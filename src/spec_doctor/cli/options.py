@@ -20,7 +20,10 @@ DraftOpt = Annotated[str | None, typer.Option("--draft", help="Draft model (dire
 VllmVersionOpt = Annotated[str | None, typer.Option(
     "--vllm-version", help="vLLM version the setup runs (fix: the release to spell it for, default the newest "
                            "known; tune: default read from the installed package).")]
-VllmPythonOpt = Annotated[str | None, typer.Option("--vllm-python", help="Python interpreter of the vLLM to run.")]
+VllmPythonOpt = Annotated[str | None, typer.Option(
+    "--vllm-python", help="The Python interpreter of the environment vLLM is installed in (e.g. /opt/vllm/bin/python) "
+                          "when it is not spec-doctor's own: its installed vLLM, torch and CUDA build are read from "
+                          "there (nothing is imported), and its vLLM parses --cmd (tune: runs it).")]
 AllowDownloadOpt = Annotated[bool, typer.Option("--allow-download", help="Allow downloading models from the hub.")]
 
 # -- what to read: logs, /metrics, a server ---------------------------------------------------------
@@ -29,9 +32,21 @@ LogOpt = Annotated[list[str], typer.Option(
 MetricsUrlOpt = Annotated[list[str], typer.Option(
     "--metrics-url", help="Prometheus /metrics URL (repeatable: one per server).")]
 ServerOpt = Annotated[str | None, typer.Option("--server", help="Running vLLM server URL (live probe).")]
+ServersOpt = Annotated[list[str], typer.Option(
+    "--server", help="A running vLLM server (repeatable), e.g. http://127.0.0.1:8000: reads /version, /v1/models "
+                     "(max_model_len) and /metrics twice, --metrics-interval apart (counter deltas, "
+                     "vllm:cache_config_info); --probe live uses the first.")]
 
 # -- the traffic -----------------------------------------------------------------------------------
-TemperatureOpt = Annotated[float | None, typer.Option("--temperature", help="Sampling temperature of the traffic.")]
+def _temperature(value: float | None) -> float | None:
+    """Temperatures are finite and >= 0 (vLLM's SamplingParams refuses a negative one; 0 is greedy)."""
+    from spec_doctor.engine.limits import finite_number
+
+    return None if value is None else finite_number(value, "--temperature", low=0.0, high=1e4)
+
+
+TemperatureOpt = Annotated[float | None, typer.Option("--temperature", help="Sampling temperature of the traffic.",
+                                                      callback=_temperature)]
 PromptsOpt = Annotated[str | None, typer.Option(
     "--prompts", help="Prompt file (JSONL or text); probe and tune also take a bundled set: chat|code|summarization.")]
 MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", help="New tokens per prompt (tune: per request, ignore_eos).")]

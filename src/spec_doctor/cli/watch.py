@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from spec_doctor.cli.io import check_file, write_output
+from spec_doctor.cli.io import check_file, use_vllm_python, write_output
 from spec_doctor.cli.options import (
     CmdOpt,
     ConfigOpt,
@@ -25,6 +25,7 @@ from spec_doctor.cli.options import (
     OutputOpt,
     SkipOpt,
     TimeoutOpt,
+    VllmPythonOpt,
     VllmVersionOpt,
 )
 from spec_doctor.engine.facts import InputError
@@ -38,6 +39,7 @@ def watch_cmd(
     cmd: CmdOpt = None,
     config: ConfigOpt = None,
     vllm_version: VllmVersionOpt = None,
+    vllm_python: VllmPythonOpt = None,
     interval: IntervalOpt = 2.0,
     check_every: Annotated[float, typer.Option("--check-every", help="Seconds between runs of the checks.")] = 10.0,
     duration: Annotated[float | None, typer.Option("--duration", help="Stop after S seconds.")] = None,
@@ -84,6 +86,7 @@ def watch_cmd(
         check_file(config, "config file")
     if nvml_replay:
         check_file(nvml_replay, "NVML recording")
+    use_vllm_python(vllm_python)
     inputs = Inputs(logs=list(log), cmd=cmd, config=config, vllm_version=vllm_version,
                     metrics_urls=list(metrics_url), metrics_interval_s=0.0, timeout_s=timeout)
     nv, note = open_backend(nvml_replay, enabled=not no_nvml)
@@ -125,6 +128,7 @@ def _loop(watch: Any, *, live: bool, interval: float, check_every: float, durati
         view = Live(refresh_per_second=4, transient=False, redirect_stdout=False)
         view.start()
     next_check = watch.start
+    shown_notes: set[str] = set()
     try:
         while True:
             frame = watch.refresh()
@@ -139,6 +143,10 @@ def _loop(watch: Any, *, live: bool, interval: float, check_every: float, durati
                 view.update(render(frame, watch, interval=interval, check_every=check_every))
             else:
                 print(plain_line(frame), flush=True)
+                for note in frame.notes:
+                    if note not in shown_notes:
+                        shown_notes.add(note)
+                        print(f"NOTE {note}", flush=True)
                 for f in frame.new:
                     print(finding_line(f), flush=True)
             if last_round:

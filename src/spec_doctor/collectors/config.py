@@ -44,18 +44,20 @@ def load_yaml_config(path: str) -> tuple[dict[str, Any], str]:
     """vLLM's YAML config file -> (mapping, text). InputError for unreadable / not-a-mapping files."""
     import yaml
 
-    try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise InputError(f"--config '{path}': cannot read ({exc.strerror or exc})") from None
+    from spec_doctor.engine.limits import bounded_nodes, read_small_file
+
+    text = read_small_file(path, "config file")
     try:
         data = yaml.safe_load(text)
+    except (RecursionError, ValueError) as exc:  # nesting too deep for the parser, a huge integer
+        raise InputError(f"--config '{path}': not a vLLM configuration ({type(exc).__name__})") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise InputError(f"--config '{path}': not valid YAML{where}") from None
     if data is None:
         data = {}
+    bounded_nodes(data, f"--config '{path}'")
     if not isinstance(data, dict):
         raise InputError(f"--config '{path}': expected a mapping of vLLM arguments (key: value), "
                          f"got a {type(data).__name__}")
@@ -190,7 +192,7 @@ def pasted_command(paths: list[str]) -> tuple[ParsedCommand, str] | None:
     return None
 
 
-@provides("config.deployment")
+@provides("config.deployment", reads="the deployment config (--cmd / --cmd-file / --config)")
 def deployment(store: FactStore) -> DeploymentConfig:
     """The normalized deployment config (see module docstring)."""
     inputs = store.inputs

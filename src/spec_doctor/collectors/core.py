@@ -54,13 +54,21 @@ def _stated(store: FactStore, fact: str, label: str | None) -> Sourced | None:
 
 @provides("vllm.version")
 def vllm_version(store: FactStore) -> Sourced:
-    """The vLLM version under diagnosis (see the module docstring for the order)."""
+    """The vLLM version under diagnosis (see the module docstring for the order; a --server's /version comes
+    right after --vllm-version)."""
     declared = store.inputs.vllm_version
     if declared:
         try:
             return Sourced(parse_version(declared), "--vllm-version")
         except InvalidVersion:
             raise InputError(f"--vllm-version: '{declared}' is not a version (expected e.g. 0.10.1)") from None
+    servers = store.maybe("server.info") if store.inputs.servers else None
+    for one in (servers or {}).values():
+        if one.get("version"):
+            try:
+                return Sourced(parse_version(one["version"]), one["version_source"])
+            except InvalidVersion:
+                pass
     printed = _stated(store, "logs.vllm_version", None)
     if printed is not None:
         return printed
@@ -164,6 +172,7 @@ SECTION_FACTS = {
     "vram": "vram.samples",
     "probe": "probe.result",
     "fleet": "fleet.summary",
+    "server": "server.summary",
 }
 
 

@@ -49,7 +49,7 @@ def target_ref(store: FactStore) -> tuple[str, str] | None:
 
 
 # --------------------------------------------------------------------------------------- facts
-@provides("models.target")
+@provides("models.target", reads="--target")
 def models_target(store: FactStore) -> ModelInfo:
     """The target model (ModelInfo) from --target or the deployment's model."""
     ref = target_ref(store)
@@ -58,7 +58,7 @@ def models_target(store: FactStore) -> ModelInfo:
     return load_model_info("target", ref[0], ref[1], store.inputs.allow_download)
 
 
-@provides("models.draft")
+@provides("models.draft", reads="--draft")
 def models_draft(store: FactStore) -> ModelInfo:
     """The separate draft model (ModelInfo) from --draft or the deployment's speculative config."""
     spec = draft_spec(store)

@@ -20,6 +20,7 @@ class Inputs:
     temperature: float | None = None
     probe: str | None = None  # None | "offline" | "live"
     server: str | None = None  # OpenAI-compatible server URL for the live probe
+    servers: list[str] = field(default_factory=list)  # running vLLM servers to read (check --server)
     prompts: str | None = None
     watch_vram_s: float | None = None
     allow_download: bool = False
@@ -29,4 +30,4 @@ class Inputs:
     @property
     def has_deployment(self) -> bool:
         return bool(self.logs or self.cmd or self.config or self.target or self.draft
-                    or self.metrics_urls or self.metrics_baseline or self.server)
+                    or self.metrics_urls or self.metrics_baseline or self.server or self.servers)

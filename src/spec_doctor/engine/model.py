@@ -151,3 +151,22 @@ class CheckResult:
             "reason": self.reason,
             "findings": [f.id for f in self.findings],
         }
+
+
+def clip(text: str, limit: int, *, start: int = 0) -> str:
+    """``text[start:start + limit]`` cut at word boundaries, with ``…`` where something was left out: evidence and
+    titles are never cut in the middle of a word (or a number, a flag, a path)."""
+    if start <= 0 and len(text) <= limit:
+        return text
+    head = ""
+    if start > 0:
+        space = text.rfind(" ", 0, start + 1)
+        start = space + 1 if space >= 0 else 0
+        head = "…" if start else ""
+    piece = text[start:]
+    if len(piece) <= limit:
+        return head + piece
+    cut = piece.rfind(" ", 0, limit + 1)
+    if cut <= limit // 2:  # one long word: cut it rather than lose most of the text
+        cut = limit
+    return head + piece[:cut].rstrip() + " …"

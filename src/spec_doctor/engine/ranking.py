@@ -18,15 +18,21 @@ def rank(findings: Iterable[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: (f.category is Category.HEALTHY, -f.score, -f.severity.rank, f.id))
 
 
-def verdict(findings: list[Finding], results: list[CheckResult]) -> str:
-    """healthy | degraded | broken | unknown."""
+def verdict(findings: list[Finding], results: list[CheckResult], *, speculation_assessed: bool = True) -> str:
+    """healthy | degraded | broken | unknown.
+
+    A problem found anywhere decides (an error -- a crash, a refused config -- is never healthy); with none,
+    the verdict is ``healthy`` only when some input said something about speculation (a vLLM log, /metrics, a
+    deployment config, a model pair, a probe), else ``unknown``: an environment that is fine says nothing
+    about whether speculation pays off.
+    """
     problems = [f for f in findings if f.category is not Category.HEALTHY]
     if any(f.severity is Severity.ERROR for f in problems):
         return "broken"
     if any(f.severity is Severity.WARNING for f in problems):
         return "degraded"
     ran = [r for r in results if r.status in (CheckStatus.PASS, CheckStatus.FINDINGS)]
-    if not ran:
+    if not ran or not speculation_assessed:
         return "unknown"
     return "healthy"
 

@@ -159,7 +159,7 @@ def _to_int(value: Any) -> int | None:
         return None
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # None, "five", NaN, Infinity
         return None
 
 

@@ -148,7 +148,8 @@ def _download(repo_id: str) -> Path | None:
     try:
         from huggingface_hub import snapshot_download
     except ImportError:
-        raise FactUnavailable("--allow-download needs huggingface_hub (pip install 'spec-doctor[models]')") from None
+        raise FactUnavailable("--allow-download needs huggingface_hub (in the spec-doctor checkout: pip install -e '.[models]'; or "
+                               "pip install huggingface_hub)") from None
     try:
         return Path(snapshot_download(repo_id, allow_patterns=[
             "*.json", "tokenizer.model", "*.tiktoken", "*.jinja", "*.txt"]))

@@ -10,21 +10,40 @@ from typing import Any
 from spec_doctor import __version__
 from spec_doctor.engine.facts import FactStore
 from spec_doctor.engine.inputs import Inputs
-from spec_doctor.engine.ranking import verdict
+from spec_doctor.engine.ranking import rank, verdict
 from spec_doctor.engine.session import Diagnosis
+from spec_doctor.report.fixes import keep_user_settings
 from spec_doctor.report.gating import apply_gates
-from spec_doctor.report.redact import redact
+from spec_doctor.report.merge import merge_findings
+from spec_doctor.report.redact import neutralise, redact
 
 SCHEMA_VERSION = "1.0"
 
 
 def gate(diag: Diagnosis, ignores: Any = (), baseline: Any = None) -> None:
-    """Apply the ignore file and baseline; verdict and exit code then use what is left."""
+    """Apply the ignore file and baseline, then merge what is left by root cause (report/merge.py); verdict
+    and exit code use the result."""
     result = apply_gates(diag.findings, ignores=list(ignores), baseline=baseline)
-    diag.findings = result.kept
+    dep = diag.store.maybe("config.deployment")
+    spec_raw = getattr(getattr(dep, "speculative", None), "raw", None) or None
+    diag.findings = rank(keep_user_settings(merge_findings(result.kept), diag.inputs.cmd, spec_raw))
     diag.suppressed = result.suppressed
-    diag.notes = result.notes
-    diag.verdict = verdict(diag.findings, diag.results)
+    diag.notes = diag.input_notes() + result.notes
+    diag.verdict = verdict(diag.findings, diag.results, speculation_assessed=diag.speculation_assessed)
+
+
+NOT_ASSESSED = ("speculation not assessed: give a vLLM log (--log), its /metrics (--metrics-url) or a running "
+                "server (--server)")
+
+
+def assessment(diag: Diagnosis) -> dict[str, Any]:
+    """What the verdict rests on: each input and what it yielded, and one line when speculation was not
+    assessed."""
+    out: dict[str, Any] = {"speculation_assessed": diag.speculation_assessed, "inputs": diag.input_status}
+    if not diag.speculation_assessed:
+        env_ok = any(f.category.value == "healthy" and f.check_id.startswith("env.") for f in diag.findings)
+        out["message"] = ("environment OK; " if env_ok else "") + NOT_ASSESSED
+    return out
 
 
 def report_dict(diag: Diagnosis, *, redact_secrets: bool = True) -> dict[str, Any]:
@@ -47,6 +66,7 @@ def report_dict(diag: Diagnosis, *, redact_secrets: bool = True) -> dict[str, An
         "checks": [r.to_dict() for r in sorted(diag.results, key=lambda r: r.check_id)],
         "facts": diag.store.collected(),
         "errors": diag.load_errors + diag.input_errors,
+        "assessment": assessment(diag),
     }
     if diag.suppressed:
         report["suppressed"] = diag.suppressed
@@ -55,7 +75,9 @@ def report_dict(diag: Diagnosis, *, redact_secrets: bool = True) -> dict[str, An
     extras = diag.store.maybe("report.sections")
     if isinstance(extras, dict) and extras:
         report["sections"] = extras
-    return redact(report) if redact_secrets else report
+    # Text from the user's inputs (log lines, label values) reaches terminals and HTML: control characters
+    # (terminal escape sequences) are shown as escapes in every format, whether or not secrets are redacted.
+    return neutralise(redact(report) if redact_secrets else report)
 
 
 def _environment_summary(store: FactStore) -> dict[str, Any]:

@@ -58,3 +58,91 @@ def render_fix(plan: Any, original: str, fixed: str, target: str, fmt: str) -> s
                 out.append(f"- {note}")
         out.append("\n# nothing was run; paste the command to use it")
     return "\n".join(out)
+
+
+def shell_words(command: str) -> list[str]:
+    """Split a command at the spaces outside quotes, keeping every word exactly as written (quotes, ``|``,
+    ``2>&1``, a trailing ``# comment`` as one word), so that joining the words with spaces gives the same
+    command back."""
+    words: list[str] = []
+    cur: list[str] = []
+    quote: str | None = None
+    i = 0
+    while i < len(command):
+        ch = command[i]
+        if quote:
+            cur.append(ch)
+            if ch == quote:
+                quote = None
+            elif ch == "\\" and quote == '"' and i + 1 < len(command):
+                cur.append(command[i + 1])
+                i += 1
+        elif ch == "#" and not cur:
+            words.append(command[i:].rstrip())
+            return words
+        elif ch.isspace():
+            if cur:
+                words.append("".join(cur))
+                cur = []
+        else:
+            cur.append(ch)
+            if ch in "'\"":
+                quote = ch
+            elif ch == "\\" and i + 1 < len(command):
+                cur.append(command[i + 1])
+                i += 1
+        i += 1
+    if cur:
+        words.append("".join(cur))
+    return words
+
+
+def fit_command(command: str, width: int) -> list[str]:
+    """The command as lines of at most ``width`` characters where it can be: continued with `` \\`` between
+    words (a flag stays with its value), never broken inside a word, so that the lines paste as the same
+    command. A comment is wrapped as comment lines. A single word longer than ``width`` keeps its own line."""
+    if len(command) <= width:
+        return [command]
+    if command.lstrip().startswith("#"):
+        text = command.lstrip()[1:].strip()
+        comment: list[str] = []
+        cur = "#"
+        for w in text.split():
+            if len(cur) + 1 + len(w) > width and cur != "#":
+                comment.append(cur)
+                cur = "#"
+            cur += " " + w
+        return comment + [cur]
+    words = shell_words(command)
+    # Keep a flag with its value, and a trailing comment on its own line.
+    units: list[str] = []
+    for w in words:
+        if units and not w.startswith(("-", "#", "|", "&", ";")) and units[-1].startswith("-") \
+                and " " not in units[-1] and "=" not in units[-1]:
+            units[-1] += " " + w
+        else:
+            units.append(w)
+    lines: list[str] = []
+    cur = ""
+    for u in units:
+        if u.startswith("#"):
+            if cur:
+                lines.append(cur)
+            lines.append("  " + u)
+            cur = ""
+            continue
+        if not cur:
+            cur = u if not lines else "  " + u
+        elif len(cur) + 1 + len(u) + 2 > width:
+            lines.append(cur)
+            cur = "  " + u
+        else:
+            cur += " " + u
+    if cur:
+        lines.append(cur)
+    # A continuation after every line but the last (and not after a comment line, which ends the command).
+    out = []
+    for i, ln in enumerate(lines):
+        last = i == len(lines) - 1 or lines[i + 1].lstrip().startswith("#")
+        out.append(ln if last or ln.lstrip().startswith("#") else ln + " \\")
+    return out

@@ -9,65 +9,17 @@ deltas are parsers/promparse.py's.
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-from spec_doctor.engine.facts import FactUnavailable, InputError
+from spec_doctor.collectors.server import base_url, http_json, model_list
+from spec_doctor.engine.facts import FactUnavailable
 from spec_doctor.measure.probe.result import MIN_PROMPTS, TARGET_HALF_WIDTH, interval_dict, per_k_summary
 from spec_doctor.measure.probe.simulate import Counters, bootstrap, ratio_stat
 from spec_doctor.measure.probe.token_sampling import SamplingSpec
 
 SETTLE_TIMEOUT_S = 5.0  # the counters are recorded just after the response is handed back
-
-
-def base_url(url: str) -> str:
-    u = url.strip()
-    if "://" not in u:
-        u = "http://" + u
-    p = urlsplit(u)
-    if p.scheme not in ("http", "https") or not p.netloc:
-        raise InputError(f"--server '{url}': expected a URL such as http://127.0.0.1:8000")
-    path = p.path.rstrip("/")
-    for suffix in ("/v1/completions", "/v1/chat/completions", "/v1", "/metrics"):
-        if path.endswith(suffix):
-            path = path[: -len(suffix)]
-            break
-    return urlunsplit((p.scheme, p.netloc, path, "", ""))
-
-
-def _opener():
-    return urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def http_json(url: str, body: dict | None = None, timeout: float = 60.0) -> Any:
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json",
-                                                          "User-Agent": "spec-doctor"})
-    try:
-        with _opener().open(req, timeout=timeout) as resp:
-            raw = resp.read(32 * 2**20)
-    except urllib.error.HTTPError as exc:
-        detail = ""
-        try:
-            detail = json.loads(exc.read(65536) or b"{}").get("message") or ""
-        except (ValueError, AttributeError, OSError):
-            pass
-        raise FactUnavailable(f"{url}: HTTP {exc.code} {exc.reason}{': ' + str(detail)[:200] if detail else ''}") \
-            from None
-    except urllib.error.URLError as exc:
-        reason = getattr(exc.reason, "strerror", None) or str(exc.reason)
-        raise FactUnavailable(f"{url}: cannot connect ({reason})") from None
-    except TimeoutError:
-        raise FactUnavailable(f"{url}: no answer within {timeout:g} s") from None
-    try:
-        return json.loads(raw)
-    except ValueError:
-        raise FactUnavailable(f"{url}: the answer is not JSON; is this an OpenAI-compatible vLLM server?") from None
 
 
 def _scrape(base: str):
@@ -110,8 +62,7 @@ def run_live(server: str, prompt_set, spec: SamplingSpec, *, max_new_tokens: int
     """Probe a running server. Raises FactUnavailable (one line) when it is not a vLLM server with
     speculation on."""
     base = base_url(server)
-    models = http_json(base + "/v1/models", timeout=10.0)
-    ids = [m["id"] for m in (models.get("data") or []) if isinstance(m, dict) and m.get("id")] if isinstance(models, dict) else []
+    ids = [m["id"] for m in model_list(http_json(base + "/v1/models", timeout=10.0))]
     if not ids:
         raise FactUnavailable(f"{base}/v1/models lists no model; is this an OpenAI-compatible server?")
     model = ids[0]
@@ -127,9 +78,23 @@ def run_live(server: str, prompt_set, spec: SamplingSpec, *, max_new_tokens: int
     prev = before
     sent_tokens = 0
     t0 = time.perf_counter()
+    plain_text = False  # set when the server has no chat template: prompts go to /v1/completions as text
     for i, prompt in enumerate(prompt_set.prompts):
+        if plain_text and prompt.get("messages"):
+            prompt = {"text": as_text(prompt["messages"])}
         path, body = _request_body(prompt, model, spec, max_new_tokens, ignore_eos, seed)
-        resp = http_json(base + path, body, timeout=timeout_s)
+        try:
+            resp = http_json(base + path, body, timeout=timeout_s)
+        except FactUnavailable as exc:
+            if path != "/v1/chat/completions" or "HTTP 400" not in str(exc):
+                raise
+            # A base model without a chat template answers 400; say what the server said and send text.
+            plain_text = True
+            warnings.append(f"chat request refused ({str(exc).split(': ', 1)[-1]}); the prompts were sent as "
+                            "plain text to /v1/completions")
+            path, body = _request_body({"text": as_text(prompt["messages"])}, model, spec, max_new_tokens,
+                                       ignore_eos, seed)
+            resp = http_json(base + path, body, timeout=timeout_s)
         usage = resp.get("usage") or {} if isinstance(resp, dict) else {}
         completion = int(usage.get("completion_tokens") or 0)
         sent_tokens += completion
@@ -155,7 +120,9 @@ def run_live(server: str, prompt_set, spec: SamplingSpec, *, max_new_tokens: int
         warnings.append(f"other traffic reached the server during the probe ({total.generation_tokens:.0f} "
                         f"generated tokens counted, {sent_tokens} were ours); its drafts are in the counters")
     kk = k or 1
-    summary = per_k_summary(per_prompt, kk)
+    # The counters are per position and prefix-accepted: a shorter K' keeps the first K' positions of every
+    # draft, so the table for K' = 1..K comes from the same requests (longer K was not drafted).
+    per_k = {str(j): per_k_summary([truncated(c, j) for c in per_prompt], j) for j in range(1, kk + 1)}
     rows = [p.as_row() for p in per_prompt]
     alpha = bootstrap(rows, ratio_stat(3, 0), resamples=1000) if rows else None  # position-1 acceptance
     return {
@@ -165,10 +132,23 @@ def run_live(server: str, prompt_set, spec: SamplingSpec, *, max_new_tokens: int
         "prompts": len(per_prompt), "tokens": sent_tokens,
         "stopped_early": len(per_prompt) < len(prompt_set.prompts),
         "alpha": interval_dict(alpha), "alpha_definition": "position-1 acceptance (accepted_per_pos[0] / drafts)",
-        "per_k": {str(kk): summary}, "configured_k": kk, "reference_t0": None, "cost": None,
+        "per_k": per_k, "configured_k": kk, "endpoint": path, "reference_t0": None, "cost": None,
         "counters_total": total.to_dict() if total is not None else None,
         "timing": {"probe_s": round(time.perf_counter() - t0, 3)},
     }
+
+
+def as_text(messages: list[dict]) -> str:
+    """A chat prompt as plain text for /v1/completions (no template): the contents, one per paragraph."""
+    return "\n\n".join(str(m.get("content", "")) for m in messages if m.get("content"))
+
+
+def truncated(c: Counters, k: int) -> Counters:
+    """The counters as if every draft had been cut to its first k positions."""
+    per_pos = list(c.accepted_per_pos[:k]) + [0.0] * max(0, k - len(c.accepted_per_pos))
+    out = Counters(k, c.num_drafts, c.num_drafts * k, sum(per_pos), per_pos)
+    out.num_emitted = c.num_emitted
+    return out
 
 
 def _settled(base: str, prev, completion_tokens: int):

@@ -60,8 +60,8 @@ def require_torch() -> None:
         import torch  # noqa: F401
         import transformers  # noqa: F401
     except ImportError as exc:
-        raise FactUnavailable(f"the offline probe needs torch and transformers ({exc.name} is not installed: "
-                              f"pip install 'spec-doctor[probe]')") from None
+        raise FactUnavailable(f"the offline probe needs torch and transformers ({exc.name} is not installed; in "
+                              "the spec-doctor checkout: pip install -e '.[probe]')") from None
 
 
 def quiet_transformers() -> None:

@@ -86,7 +86,7 @@ def _pick_port(settings: TuneSettings) -> int:
 
 
 def _model_id(base: str) -> str:
-    from spec_doctor.measure.probe.live import http_json
+    from spec_doctor.collectors.server import http_json
 
     models = http_json(base + "/v1/models", timeout=10.0)
     ids = [m.get("id") for m in (models.get("data") or []) if isinstance(m, dict)] if isinstance(models, dict) else []

@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 from spec_doctor.engine.facts import Sourced
+from spec_doctor.engine.model import clip
 from spec_doctor.knowledge.data import threshold
 from spec_doctor.parsers.logparse import lines as L
 from spec_doctor.parsers.logparse.events import LEVELS as EVENT_LEVELS
@@ -339,6 +340,7 @@ class LogFile:
     lines: int = 0
     gz: bool = False
     truncated_lines: int = 0
+    stopped: str | None = None  # reading stopped early (the --timeout deadline): how far it got
     binary: bool = False
     records: int = 0  # vLLM records recognized (any header)
     vllm_version: Sourced | None = None
@@ -617,7 +619,7 @@ class LogFile:
             if hit is None:
                 excerpt = msg.strip()
                 if sig.id.startswith("vocab-size-assert") and self._prev_text:
-                    excerpt = excerpt[:300]
+                    excerpt = clip(excerpt, 300)
                 hit = self.signatures[sig.id] = SignatureHit(sig, excerpt=_excerpt(excerpt, sig.pattern),
                                                             pid=rec.pid)
             hit.count += 1
@@ -730,11 +732,11 @@ def _search(rx: re.Pattern[str], msg: str) -> re.Match[str] | None:
 
 
 def _excerpt(text: str, rx: re.Pattern[str], width: int = 240) -> str:
+    """Up to ``width`` characters around the match, cut at word boundaries (marked with …)."""
     m = rx.search(text)
     if m is None or len(text) <= width:
-        return text[:width]
-    start = max(0, m.start() - 40)
-    return ("…" if start else "") + text[start:start + width]
+        return clip(text, width)
+    return clip(text, width, start=max(0, m.start() - 40))
 
 
 def build_prefilter() -> re.Pattern[bytes]:
@@ -759,8 +761,10 @@ NEEDLES = L.NEEDLES + (b"Traceback", b'File "', b"Exception", b"Assertion `", b"
 
 
 def parse_log(path: str, display: str | None = None, *, chunk_size: int | None = None,
-              max_line: int | None = None, reference: bool = False) -> LogFile:
-    """Parse one log file (path, '-' for stdin, .gz by magic) into a LogFile. Raises LogReadError."""
+              max_line: int | None = None, reference: bool = False, deadline: float | None = None,
+              progress: Callable[[int], None] | None = None) -> LogFile:
+    """Parse one log file (path, '-' for stdin, .gz by magic) into a LogFile. Raises LogReadError.
+    ``deadline``/``progress``: see reader.scan; a file cut at the deadline has ``.stopped`` set."""
     import os
 
     lf = LogFile(path=path, display=display or path)
@@ -774,7 +778,7 @@ def parse_log(path: str, display: str | None = None, *, chunk_size: int | None =
     stats = ReadStats(gz=gz)
     try:
         scan(stream, _prefilter(), NEEDLES, lf.feed_reference if reference else lf.feed, stats=stats,
-             context=CONTEXT, **kwargs)
+             context=CONTEXT, deadline=deadline, progress=progress, **kwargs)
     finally:
         if path != "-":
             stream.close()
@@ -783,6 +787,7 @@ def parse_log(path: str, display: str | None = None, *, chunk_size: int | None =
     lf.fold_engineless()
     lf.lines = stats.lines
     lf.truncated_lines = stats.truncated_lines
+    lf.stopped = stats.stopped
     lf.size_bytes = os.path.getsize(path) if path != "-" and os.path.exists(path) else stats.bytes_read
     lf.binary = stats.nul_bytes > 16 and lf.records == 0
     return lf

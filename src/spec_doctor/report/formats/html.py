@@ -11,6 +11,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from spec_doctor.report.formats.markdown import shell_block_line
+
 X_KEYS = ("t", "time_s", "elapsed_s", "k", "K", "line", "step", "concurrency")
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 W, H, PAD_L, PAD_B, PAD_T, PAD_R = 560, 240, 56, 36, 24, 12
@@ -166,7 +168,7 @@ def render(report: dict[str, Any], **_: Any) -> str:
         if f.get("fix"):
             parts.append(f"<p><b>Fix:</b> {e(f['fix']['summary'])}</p>")
             if f["fix"]["commands"]:
-                parts.append("<pre>" + e("\n".join(f["fix"]["commands"])) + "</pre>")
+                parts.append("<pre>" + e("\n".join(shell_block_line(c) for c in f["fix"]["commands"])) + "</pre>")
         parts.append("</div>")
     healthy = [f for f in report["findings"] if f["category"] == "healthy"]
     if healthy:

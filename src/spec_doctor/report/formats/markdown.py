@@ -7,6 +7,14 @@ from typing import Any
 _ICON = {"error": "🔴", "warning": "🟠", "info": "🔵"}
 
 
+def shell_block_line(command: str) -> str:
+    """A line of a shell code block that is safe to run: a bare flag set (``--speculative-config '...'``) is
+    no command, so it is written as a comment saying where it goes."""
+    if command.lstrip().startswith("-"):
+        return f"# add to your vllm serve command: {command}"
+    return command
+
+
 def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -48,7 +56,7 @@ def render(report: dict[str, Any], **_: Any) -> str:
             if f.get("fix"):
                 out += ["", f"**Fix:** {f['fix']['summary']}"]
                 if f["fix"]["commands"]:
-                    out += ["", "```bash", *f["fix"]["commands"], "```"]
+                    out += ["", "```bash", *(shell_block_line(c) for c in f["fix"]["commands"]), "```"]
             out.append("")
     else:
         out += ["No problems found.", ""]

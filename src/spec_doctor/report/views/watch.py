@@ -101,12 +101,15 @@ def summary_text(watch: Any, interrupted: bool, elapsed_s: float) -> str:
     from spec_doctor.engine.ranking import verdict
 
     seen = watch.seen_findings()
-    problems = watch.problems_seen()
-    counts = {s: sum(1 for f in problems if f.severity.value == s) for s in ("error", "warning", "info")}
+    # Count what is listed below: problems by severity, and the healthy notes apart (they are info too).
+    healthy = sum(1 for f in seen if f.category.value == "healthy")
+    counts = {s: sum(1 for f in seen if f.severity.value == s and f.category.value != "healthy")
+              for s in ("error", "warning", "info")}
     results = watch.last_diagnosis.results if watch.last_diagnosis is not None else []
     lines = [f"\nwatched {elapsed_s:.1f} s: {watch.iteration} refresh(es), {watch.diagnoses} "
              f"check run(s){' (interrupted)' if interrupted else ''}; verdict {verdict(seen, results)}; "
-             f"findings seen: {counts['error']} error, {counts['warning']} warning, {counts['info']} info"]
+             f"findings seen: {counts['error']} error, {counts['warning']} warning, {counts['info']} info"
+             + (f", {healthy} healthy" if healthy else "")]
     gone = watch.gone()
     gone_keys = {id(f) for f in gone}
     for f in seen:

@@ -1,0 +1,109 @@
+"""What each input the user gave yielded: ``inputs.status``.
+
+One row per input (``--log`` file, ``--metrics-url`` / ``--metrics-file``, ``--cmd`` / ``--config``,
+``--target`` / ``--draft``, ``--server``, the probe): ``{"input", "kind", "ok", "speculation", "reason"}``.
+``ok`` says the input could be read and is what it claims to be (None: no check of this run needed it); ``speculation`` says it carries evidence
+about speculative decoding (a vLLM log, a vLLM /metrics page, a deployment config, a model pair, a probe).
+The verdict is ``unknown`` when no row has ``speculation``; ``check`` exits 2 when inputs were given and none
+is ``ok``; a failed input among working ones becomes a note of the report.
+
+Only facts that the checks of this run already collected are read, so computing the status never starts a
+scrape, a probe or a model load of its own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spec_doctor.engine.facts import FactStore, FactUnavailable, provides
+
+
+def _fact(store: FactStore, name: str) -> tuple[bool, Any, str | None]:
+    """(collected, value, reason) of a fact this run already collected; never collects it."""
+    seen = store.collected().get(name)
+    if seen is None:
+        return False, None, None
+    if not seen["available"]:
+        return True, None, seen["reason"]
+    try:
+        return True, store.get(name), None
+    except FactUnavailable as exc:  # pragma: no cover - collected() said it was available
+        return True, None, str(exc)
+
+
+def _log_rows(store: FactStore) -> list[dict[str, Any]]:
+    rows = []
+    got, files, reason = _fact(store, "logs.files")
+    if not got:
+        return [{"input": f"--log {p}", "kind": "log", "ok": None, "speculation": False,
+                 "reason": "not read (no check that reads logs ran)"} for p in store.inputs.logs]
+    if files is None:
+        return [{"input": f"--log {p}", "kind": "log", "ok": False, "speculation": False, "reason": reason}
+                for p in store.inputs.logs]
+    for lf in files:
+        label = f"--log {lf.display}"
+        if getattr(lf, "error", None):
+            rows.append({"input": label, "kind": "log", "ok": False, "speculation": False, "reason": lf.error})
+        elif not (lf.records or lf.signatures or lf.streams or lf.bench or lf.ev.tracebacks or lf.ev.events):
+            # (a traceback or a CUDA device-side assert pasted without log headers is vLLM output too)
+            rows.append({"input": label, "kind": "log", "ok": False, "speculation": False,
+                         "reason": f"no vLLM log line recognised in {lf.lines} line(s)"})
+        else:
+            rows.append({"input": label, "kind": "log", "ok": True, "speculation": True, "reason": None})
+    return rows
+
+
+def _metrics_rows(store: FactStore) -> list[dict[str, Any]]:
+    inputs = store.inputs
+    given = [f"--metrics-url {u}" for u in inputs.metrics_urls] or [f"--metrics-file {p}"
+                                                                     for p in inputs.metrics_baseline]
+    if not given:
+        return []
+    got, pairs, reason = _fact(store, "metrics.scrapes")
+    if not got:
+        return [{"input": g, "kind": "metrics", "ok": None, "speculation": False,
+                 "reason": "not read (no check that reads /metrics ran)"} for g in given]
+    if pairs is None:
+        return [{"input": g, "kind": "metrics", "ok": False, "speculation": False, "reason": reason} for g in given]
+    rows = []
+    for p in pairs:
+        label = (f"--metrics-url {p.endpoint}" if p.endpoint in inputs.metrics_urls
+                 else f"--metrics-file {p.endpoint}")
+        if p.error or p.after is None:
+            rows.append({"input": label, "kind": "metrics", "ok": False, "speculation": False,
+                         "reason": p.error or "no scrape"})
+        else:
+            # Read fine; a page without vLLM's engine metrics is a finding of its own (stats are off).
+            rows.append({"input": label, "kind": "metrics", "ok": True,
+                         "speculation": bool(getattr(p.after, "has_vllm", True)), "reason": None})
+    return rows
+
+
+def _simple_row(store: FactStore, label: str, kind: str, fact: str) -> dict[str, Any]:
+    got, value, reason = _fact(store, fact)
+    if not got:
+        return {"input": label, "kind": kind, "ok": None, "speculation": False,
+                "reason": f"not used (no check that needs {fact} ran)"}
+    return {"input": label, "kind": kind, "ok": value is not None, "speculation": value is not None,
+            "reason": reason}
+
+
+@provides("inputs.status")
+def inputs_status(store: FactStore) -> list[dict[str, Any]]:
+    inputs = store.inputs
+    rows = _log_rows(store) + _metrics_rows(store)
+    if inputs.cmd or inputs.config:
+        label = "--cmd" if inputs.cmd else f"--config {inputs.config}"
+        rows.append(_simple_row(store, label, "config", "config.deployment"))
+    if inputs.target or inputs.draft:
+        label = " ".join(f"--{k} {v}" for k, v in (("target", inputs.target), ("draft", inputs.draft)) if v)
+        rows.append(_simple_row(store, label, "models", "models.target"))
+    for url in inputs.servers:
+        got, info, reason = _fact(store, "server.info")
+        one = info.get(url) if isinstance(info, dict) else None
+        ok = bool(one) and not (one or {}).get("error")
+        rows.append({"input": f"--server {url}", "kind": "server", "ok": ok, "speculation": ok,
+                     "reason": None if ok else ((one or {}).get("error") or reason or "not contacted")})
+    if inputs.probe:
+        rows.append(_simple_row(store, f"--probe {inputs.probe}", "probe", "probe.result"))
+    return rows

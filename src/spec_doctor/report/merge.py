@@ -1,0 +1,137 @@
+"""One diagnosis per root cause: findings from the command, the log, /metrics and the memory budget that are
+about the same thing become one finding with all their evidence and one fix.
+
+The root-cause key of a finding is its category -- plus, in categories that collect unrelated causes
+(measurement, deprecated flags, ...), the setting it is about (knowledge/data/rootcause.toml). Within a
+group, observed facts (log lines, /metrics counters, a probe) lead: the merged finding takes the title, fix
+and severity of the best observed member, and a prediction no observation supports keeps its own severity.
+A predicted problem that an observed healthy note contradicts (the budget predicts KV pressure; the run
+peaked at 30 % KV and never preempted) is kept as information and said not borne out. Healthy notes on one
+topic merge the same way, and an observed problem drops the healthy note it contradicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+
+from spec_doctor.engine.model import Category, Finding, Severity
+from spec_doctor.knowledge.data import load
+
+
+def _table() -> dict[str, Any]:
+    return load("rootcause.toml")
+
+
+def _prefix_match(check_id: str, prefixes: Iterable[str]) -> str | None:
+    best = None
+    for p in prefixes:
+        if (check_id == p or check_id.startswith(p + ".")) and (best is None or len(p) > len(best)):
+            best = p
+    return best
+
+
+def evidence_kind(f: Finding) -> str:
+    """"observed" or "predicted" (knowledge/data/rootcause.toml [evidence]); a plugin's check counts as
+    predicted unless its id says otherwise."""
+    ev = _table()["evidence"]
+    obs = _prefix_match(f.check_id, ev["observed"])
+    pred = _prefix_match(f.check_id, ev["predicted"])
+    if obs and (not pred or len(obs) >= len(pred)):
+        return "observed"
+    return "predicted"
+
+
+def source_label(f: Finding) -> str:
+    labels = _table()["evidence"]["label"]
+    hit = _prefix_match(f.check_id, labels)
+    return labels[hit] if hit else (f.check_id.split(".", 1)[0] or "check")
+
+
+def root_key(f: Finding) -> tuple[str, str]:
+    """(category, subject): findings with the same key are one root cause."""
+    t = _table()
+    if f.category is Category.HEALTHY:
+        return ("healthy", t["healthy_topic"].get(f.id, f.id))
+    explicit = f.data.get("root_cause") if isinstance(f.data, dict) else None
+    if explicit:
+        return (f.category.value, str(explicit))
+    subject = t["subject"].get(f.id)
+    if subject:
+        return (f.category.value, subject)
+    if f.category.value in t["separate"]["categories"]:
+        return (f.category.value, f.id)
+    return (f.category.value, "")
+
+
+def is_template(command: str) -> bool:
+    """A command with placeholders to fill in (``<draft>``, ``...``, ``MODEL``) rather than one to paste."""
+    import re
+
+    return bool(re.search(r"<[^>]*>|\.\.\.|…|\b(MODEL|DRAFT|TARGET)\b", command))
+
+
+def _order(members: list[Finding]) -> list[Finding]:
+    """Observed before predicted, then by score (the ranking's own order)."""
+    return sorted(members, key=lambda f: (evidence_kind(f) != "observed", -f.score, -f.severity.rank, f.id))
+
+
+def _combine(members: list[Finding]) -> Finding:
+    members = _order(members)
+    if len(members) == 1:
+        f = members[0]
+        return replace(f, data={**f.data, "seen_in": [source_label(f)]})
+    lead = members[0]
+    observed = [m for m in members if evidence_kind(m) == "observed"]
+    decisive = observed or members
+    severity = max((m.severity for m in decisive), key=lambda s: s.rank)
+    evidence, seen = [], set()
+    for m in members:
+        for e in m.evidence:
+            if (e.source, e.detail) not in seen:
+                seen.add((e.source, e.detail))
+                evidence.append(e)
+    fixes = [m.fix for m in members if m.fix is not None]
+    # The lead's fix, unless it is a template (<draft>, ...) and another source knows the concrete command.
+    fix = next((x for x in fixes if not any(is_template(c) for c in x.commands)), fixes[0] if fixes else None)
+    labels = list(dict.fromkeys(source_label(m) for m in members))
+    merged = [{"id": m.id, "check": m.check_id, "severity": m.severity.value, "title": m.title,
+               "evidence": evidence_kind(m)} for m in members[1:]]
+    return replace(lead, severity=severity, confidence=max(m.confidence for m in decisive),
+                   impact_score=max(m.impact_score for m in decisive), evidence=tuple(evidence), fix=fix,
+                   impact=lead.impact or next((m.impact for m in members if m.impact), None),
+                   data={**lead.data, "seen_in": labels, "merged": merged})
+
+
+def _not_borne_out(f: Finding, note: Finding) -> Finding:
+    said = f"Predicted from the {', '.join(f.data.get('seen_in') or [source_label(f)])}; this run did not bear " \
+           f"it out: {note.title}"
+    return replace(f, severity=Severity.INFO, confidence=min(f.confidence, 0.5), impact=said,
+                   evidence=(*f.evidence, *note.evidence),
+                   data={**f.data, "not_borne_out": {"by": note.id, "title": note.title}})
+
+
+def merge_findings(findings: Iterable[Finding]) -> list[Finding]:
+    """Group by root cause and combine each group; the result is in no particular order (rank it)."""
+    groups: dict[tuple[str, str], list[Finding]] = {}
+    for f in findings:
+        groups.setdefault(root_key(f), []).append(f)
+    combined = {key: _combine(members) for key, members in groups.items()}
+    problems = {k: f for k, f in combined.items() if k[0] != "healthy"}
+    out: list[Finding] = []
+    for key, f in combined.items():
+        if key[0] == "healthy":
+            topic = key[1]
+            observed_problem = any(k[0] == topic and evidence_kind(p) == "observed" and p.severity is not
+                                   Severity.INFO for k, p in problems.items())
+            if observed_problem:
+                continue  # an observed problem overrules the note that says there is none
+            out.append(f)
+            continue
+        note = combined.get(("healthy", f.category.value))
+        if note is not None and evidence_kind(note) == "observed" and evidence_kind(f) == "predicted" \
+                and f.severity is not Severity.INFO:
+            f = _not_borne_out(f, note)
+        out.append(f)
+    return out
