@@ -4,6 +4,7 @@ line from --cmd/--cmd-file, the report to stdout or --output, a spinner on stder
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from pathlib import Path
 from typing import Any
