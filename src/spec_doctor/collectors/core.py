@@ -1,6 +1,6 @@
 """Facts every check may rely on: which vLLM version the diagnosis is about, and whether speculation is on.
 
-`vllm.version`: declared (--vllm-version) > printed in the log > the installed vLLM when it fits what the inputs
+`vllm.version`: declared (--vllm-version) > a --server's /version > printed in the log > the installed vLLM when it fits what the inputs
 show > the release range the inputs' shape points to (`vllm.version_range`: flags, V0/V1 module paths in
 tracebacks, the metrics-line and log-header formats). An inferred version is an `InferredVersion`: its `low`,
 `high` and `confidence` tell a check how sure the verdict can be.
@@ -54,8 +54,12 @@ def _stated(store: FactStore, fact: str, label: str | None) -> Sourced | None:
 
 @provides("vllm.version")
 def vllm_version(store: FactStore) -> Sourced:
+<<<<<<< HEAD
     """The vLLM version under diagnosis (see the module docstring for the order; a --server's /version comes
     right after --vllm-version)."""
+=======
+    """The vLLM version under diagnosis (see the module docstring for the order)."""
+>>>>>>> main
     declared = store.inputs.vllm_version
     if declared:
         try:

@@ -67,25 +67,6 @@ def log_files(store: FactStore) -> list:
     return out
 
 
-def merge_same_server(files: list) -> None:
-    """Several --log files that are excerpts of one server (LogFile.same_server) become one server: the later
-    excerpt's streams continue the earlier one's, so the checks see one run, not two servers."""
-    def start(lf: Any) -> float:
-        span = lf.time_span()
-        return span[0] if span is not None else float("inf")
-
-    ordered = sorted(files, key=start)
-    for i, later in enumerate(ordered):
-        for earlier in ordered[:i]:
-            if earlier.merged_into is not None:
-                continue
-            why = earlier.same_server(later)
-            if why and earlier.absorb(later):
-                earlier.merged_from.append((later.display, why))
-                later.merged_into = (earlier.display, why)
-                break
-
-
 # The share of --timeout that reading the logs may take; the checks that need them still have time to run.
 READ_SHARE_OF_TIMEOUT = 0.8
 
@@ -106,6 +87,25 @@ def _is_gz(path: str) -> bool:
             return f.read(2) == b"\x1f\x8b"
     except OSError:
         return False
+
+
+def merge_same_server(files: list) -> None:
+    """Several --log files that are excerpts of one server (LogFile.same_server) become one server: the later
+    excerpt's streams continue the earlier one's, so the checks see one run, not two servers."""
+    def start(lf: Any) -> float:
+        span = lf.time_span()
+        return span[0] if span is not None else float("inf")
+
+    ordered = sorted(files, key=start)
+    for i, later in enumerate(ordered):
+        for earlier in ordered[:i]:
+            if earlier.merged_into is not None:
+                continue
+            why = earlier.same_server(later)
+            if why and earlier.absorb(later):
+                earlier.merged_from.append((later.display, why))
+                later.merged_into = (earlier.display, why)
+                break
 
 
 def _others_given(store: FactStore) -> bool:
