@@ -54,12 +54,7 @@ def _stated(store: FactStore, fact: str, label: str | None) -> Sourced | None:
 
 @provides("vllm.version")
 def vllm_version(store: FactStore) -> Sourced:
-<<<<<<< HEAD
-    """The vLLM version under diagnosis (see the module docstring for the order; a --server's /version comes
-    right after --vllm-version)."""
-=======
     """The vLLM version under diagnosis (see the module docstring for the order)."""
->>>>>>> main
     declared = store.inputs.vllm_version
     if declared:
         try:
@@ -177,6 +172,7 @@ SECTION_FACTS = {
     "probe": "probe.result",
     "fleet": "fleet.summary",
     "server": "server.summary",
+    "prometheus": "prometheus.view",
 }
 
 
