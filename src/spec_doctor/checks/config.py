@@ -782,7 +782,7 @@ def cudagraph(facts: Mapping[str, Any]) -> list[Finding]:
 
 @check("config.scheduler", categories=[Category.SCHEDULER_CONFIG, Category.OOM, Category.K_TOO_LARGE,
                                        Category.HIGH_TEMPERATURE],
-       needs=["config.deployment"], wants=["vllm.version", "models.target"], sources=[SIGNALS, DOCS],
+       needs=["config.deployment"], wants=["vllm.version", "models.target", "logs.files"], sources=[SIGNALS, DOCS],
        findings={
            "config.scheduler.max-num-seqs-low": "--max-num-seqs so low that requests queue instead of batching",
            "config.scheduler.batched-tokens": "--max-num-batched-tokens below (k+1) x max-num-seqs",
@@ -808,10 +808,16 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
     k = spec.num_speculative_tokens
     seqs = cfg.max_num_seqs
     if seqs is not None and seqs <= 4:
+        # A low cap is a problem only when requests queue behind it (a single-user latency setup is not).
+        queued = [(s.max_waiting, s.lines_range()) for f in facts.get("logs.files") or [] if not getattr(f, "error", None)
+                  for s in f.stats_streams if s.max_waiting > 0]
         out.append(Finding(
-            "config.scheduler.max-num-seqs-low", Category.SCHEDULER_CONFIG, Severity.WARNING, 0.5,
-            f"--max-num-seqs {seqs}: at most {seqs} request(s) run at once, the rest wait",
-            evidence=(Evidence(cfg.source_of("max_num_seqs"), f"max_num_seqs={seqs}"),),
+            "config.scheduler.max-num-seqs-low", Category.SCHEDULER_CONFIG,
+            Severity.WARNING if queued else Severity.INFO, 0.6 if queued else 0.3,
+            f"--max-num-seqs {seqs}: at most {seqs} request(s) run at once, the rest wait"
+            + (f" (up to {max(q[0] for q in queued)} waited)" if queued else ""),
+            evidence=(Evidence(cfg.source_of("max_num_seqs"), f"max_num_seqs={seqs}"),)
+            + tuple(Evidence(src, f"Waiting up to {w} reqs") for w, src in queued[:2]),
             fix=Fix("Allow more concurrent sequences if the traffic has them:", ("--max-num-seqs 64",)),
             impact="higher throughput under concurrent load (latency of a single request is unchanged)",
             impact_score=0.4, data={"max_num_seqs": seqs}))
