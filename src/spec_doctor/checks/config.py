@@ -825,8 +825,12 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
     if mbt is not None and k and seqs:
         need = (k + 1) * seqs
         if mbt < need:
+            # Worse the larger the shortfall: at half the need or less a full batch needs several steps per
+            # verification, and a budget below the draft slots vLLM reserves leaves none for the batch at all.
+            short = need / max(1, mbt)
             out.append(Finding(
-                "config.scheduler.batched-tokens", Category.SCHEDULER_CONFIG, Severity.WARNING, 0.6,
+                "config.scheduler.batched-tokens", Category.SCHEDULER_CONFIG,
+                Severity.ERROR if short >= 2 else Severity.WARNING, round(min(0.9, 0.6 + 0.15 * math.log2(short)), 3),
                 f"--max-num-batched-tokens {mbt} < (k+1) x max-num-seqs = {need}: a full batch cannot verify "
                 "its drafts in one step",
                 evidence=(Evidence(cfg.source_of("max_num_batched_tokens"), f"max_num_batched_tokens={mbt}"),
