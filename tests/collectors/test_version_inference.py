@@ -96,9 +96,18 @@ def test_catalogued_messages_bound_the_range():
 
     order = releases()
     assert order, "the message catalogue lists the releases it was mined from"
-    everywhere = observe_message("x", order[0], order[-1], "log:1", "src")
+    text = "Speculative decoding with this drafter is not supported on this path"
+    everywhere = observe_message(text, order[0], order[-1], "log:1", "src")
     assert everywhere is None  # printed by every release: says nothing
-    mid = observe_message("x", order[len(order) // 3], order[2 * len(order) // 3], "log:1", "src")
+    mid = observe_message(text, order[len(order) // 3], order[2 * len(order) // 3], "log:1", "src")
     assert mid is not None and mid.first is not None and mid.last is not None and mid.first <= mid.last
     r = infer_range([mid] + observe("spec-format", "v1c", "log:2"))
     assert r is not None and r.low is not None and r.high is not None
+
+
+def test_a_message_made_mostly_of_placeholders_says_nothing_about_the_era():
+    from spec_doctor.knowledge.catalogue import releases
+    from spec_doctor.knowledge.eras import observe_message
+
+    order = releases()
+    assert observe_message("{type(self).__name__} object has no attribute {name}", order[1], order[2], "l", "s") is None

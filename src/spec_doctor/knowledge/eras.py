@@ -110,6 +110,8 @@ def observe_flag(flag: str, where: str) -> Observation | None:
                        str(info.row.get("source", "knowledge/data/flags.toml")))
 
 
+_HOLES = re.compile(r"\{[^}]*\}|%[-#0 +]*\d*(?:\.\d+)?[sdrfxi]|<[A-Za-z_]+>")
+MIN_MESSAGE_LITERAL = 30  # fixed characters a message needs before its release range says anything
 CATALOGUE_WEIGHT = 0.6  # a message identified by its text: vLLM printed it, but a template can match loosely
 
 
@@ -121,6 +123,8 @@ def observe_message(template: str, first: str | None, last: str | None, where: s
     order = releases()
     if not first or not last or not order:
         return None
+    if len(_HOLES.sub("", template).strip()) < MIN_MESSAGE_LITERAL:
+        return None  # mostly placeholders ('{type} object has no attribute {name}'): Python's words, not an era
     lo = None if first == order[0] else _v(first.lstrip("v"))
     hi = None if last == order[-1] else _v(last.lstrip("v"))
     if lo is None and hi is None:
