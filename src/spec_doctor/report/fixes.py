@@ -19,7 +19,7 @@ from spec_doctor.engine.facts import InputError
 from spec_doctor.engine.model import Finding, Fix
 from spec_doctor.knowledge.data import load
 from spec_doctor.knowledge.specdata import boolean_flags, canonical_flag, legacy_spec_flags
-from spec_doctor.parsers.cmdline import tokenize
+from spec_doctor.parsers.cmdline import parse_command, tokenize
 
 PLACEHOLDERS = {"...", "…", "MODEL", "DRAFT", "TARGET", "X", "N", "K"}
 
@@ -116,6 +116,14 @@ def apply_flags(user_cmd: str, fix_cmd: str, category: str) -> str | None:
     return " ".join(words)
 
 
+def _same_command(a: str, b: str) -> bool:
+    try:
+        pa, pb = parse_command(a), parse_command(b)
+    except InputError:
+        return False
+    return (pa.program, pa.model, pa.args, pa.env) == (pb.program, pb.model, pb.args, pb.env)
+
+
 def _quote(word: str) -> str:
     """Shell-quote a word, leaving a ``$VAR/path`` the user wrote unquoted for the shell to expand."""
     import re
@@ -152,6 +160,10 @@ def keep_user_settings(findings: list[Finding], user_cmd: str | None,
             c = complete_spec(c, spec_raw)
             full = apply_flags(user_cmd, c, f.category.value) if user_cmd and c.startswith(("-", "vllm serve")) \
                 else None
-            cmds.append(full or c)
+            if full is not None and user_cmd and _same_command(full, user_cmd):
+                continue  # nothing left to change once the user's own settings are kept
+            if (full or c) not in cmds:
+                cmds.append(full or c)
         out.append(replace(f, fix=Fix(f.fix.summary, tuple(cmds))) if cmds != list(f.fix.commands) else f)
+        # (a fix whose every command turned out to change nothing keeps its summary: the advice still holds)
     return out
