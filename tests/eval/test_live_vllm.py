@@ -58,7 +58,8 @@ def test_live_server_option_reads_everything_the_server_exposes(tmp_path, reques
     sd = f"{sys.executable} -m spec_doctor"
     then = (f"{sd} check --server http://127.0.0.1:{{port}} --metrics-interval 5 --format json -o {report} "
             f"--fail-on never && sleep 28 && {sd} probe --server http://127.0.0.1:{{port}} --prompts chat "
-            f"--max-tokens 24 --temperature 0 --target {MODELS}/target --draft {MODELS}/draft-identical > {probe}; echo "probe rc=$?" >> {probe}")
+            f"--max-tokens 24 --temperature 0 --target {MODELS}/target --draft {MODELS}/draft-identical "
+            f"> {probe}; echo probe rc=$? >> {probe}")
     env = dict(os.environ, SPEC_DOCTOR_SMOKE_TIMEOUT=os.environ.get("SPEC_DOCTOR_SMOKE_TIMEOUT", "1500"))
     proc = subprocess.run(["bash", str(REPO / "fixtures" / "vllm-cpu" / "live_smoke.sh"), str(out), "--", then],
                           capture_output=True, text=True, timeout=1800, env=env, cwd=str(REPO))
