@@ -66,8 +66,9 @@ def _metrics_rows(store: FactStore) -> list[dict[str, Any]]:
         return [{"input": g, "kind": "metrics", "ok": False, "speculation": False, "reason": reason} for g in given]
     rows = []
     for p in pairs:
-        label = (f"--metrics-url {p.endpoint}" if p.endpoint in inputs.metrics_urls
-                 else f"--metrics-file {p.endpoint}")
+        served = any(p.endpoint == f"{b.rstrip('/')}/metrics" for b in inputs.servers)
+        label = (f"--server {p.endpoint}" if served else f"--metrics-url {p.endpoint}"
+                 if p.endpoint in inputs.metrics_urls else f"--metrics-file {p.endpoint}")
         if p.error or p.after is None:
             rows.append({"input": label, "kind": "metrics", "ok": False, "speculation": False,
                          "reason": p.error or "no scrape"})
