@@ -148,6 +148,36 @@ def complete_spec(fix_cmd: str, spec_raw: dict[str, Any] | None) -> str:
     return m.group(1) + shlex.quote(json.dumps({**spec_raw, **changes}))
 
 
+def keep_k(fix_cmd: str, spec_raw: dict[str, Any] | None, category: str) -> str:
+    """The fix with the deployment's own num_speculative_tokens in its --speculative-config, unless the finding is
+    about K: a fix for something else never silently changes K (also when the deployment is known only from a
+    log or a YAML config, with no command line to rebuild)."""
+    from spec_doctor.report.fix_text import shell_words
+
+    k = (spec_raw or {}).get("num_speculative_tokens")
+    if not isinstance(k, int) or "num_speculative_tokens" in _may_change(category):
+        return fix_cmd
+    words = shell_words(fix_cmd)
+    for i, w in enumerate(words):
+        flag, _, inline = w.partition("=")
+        if _norm(flag) != "--speculative-config" or (not inline and i + 1 >= len(words)):
+            continue
+        raw = inline or words[i + 1]
+        try:
+            spec = json.loads(shlex.split(raw)[0])
+        except (ValueError, IndexError):
+            return fix_cmd
+        if not isinstance(spec, dict) or spec.get("num_speculative_tokens", k) == k:
+            return fix_cmd
+        fixed = shlex.quote(json.dumps({**spec, "num_speculative_tokens": k}))
+        if inline:
+            words[i] = f"{flag}={fixed}"
+        else:
+            words[i + 1] = fixed
+        return " ".join(words)
+    return fix_cmd
+
+
 def keep_user_settings(findings: list[Finding], user_cmd: str | None,
                        spec_raw: dict[str, Any] | None = None) -> list[Finding]:
     out = []
@@ -157,7 +187,7 @@ def keep_user_settings(findings: list[Finding], user_cmd: str | None,
             continue
         cmds = []
         for c in f.fix.commands:
-            c = complete_spec(c, spec_raw)
+            c = keep_k(complete_spec(c, spec_raw), spec_raw, f.category.value)
             full = apply_flags(user_cmd, c, f.category.value) if user_cmd and c.startswith(("-", "vllm serve")) \
                 else None
             if full is not None and user_cmd and _same_command(full, user_cmd):
