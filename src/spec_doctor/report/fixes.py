@@ -64,6 +64,19 @@ def _spec(values: list[str]) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def _wrong_way(category: str, flag: str, mine: list[str], theirs: list[str]) -> bool:
+    """Whether the fix's value for ``flag`` moves against the direction fixes of ``category`` take
+    (knowledge/data/rootcause.toml [fix_direction]) compared with the user's own value."""
+    way = load("rootcause.toml").get("fix_direction", {}).get(category, {}).get(flag.lstrip("-").replace("-", "_"))
+    if way is None or len(mine) != 1 or len(theirs) != 1:
+        return False
+    try:
+        old, new = float(mine[0]), float(theirs[0])
+    except ValueError:
+        return False
+    return new >= old if way == "down" else new <= old
+
+
 def _may_change(category: str) -> set[str]:
     table = load("rootcause.toml").get("fix_may_change", {})
     return {key for key, cats in table.items() if category in cats}
@@ -96,6 +109,8 @@ def apply_flags(user_cmd: str, fix_cmd: str, category: str) -> str | None:
         merged = [m for m in merged if m[0].lstrip("-").replace("-", "_") not in legacy]
     for name, values in fix_flags:
         at = next((i for i, m in enumerate(merged) if m[0] == name), None)
+        if at is not None and _wrong_way(category, name, merged[at][1], values):
+            continue  # the user's value already goes further than the generic fix value
         if at is not None and name == "--speculative-config":
             mine, theirs = _spec(merged[at][1]), _spec(values)
             if mine is not None and theirs is not None:
