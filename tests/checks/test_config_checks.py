@@ -244,3 +244,28 @@ def test_temperature_from_the_models_generation_config_is_a_weaker_hint():
                                                      **{"models.target": target})
     cool = SimpleNamespace(generation_config={"temperature": 0.6}, source="m")
     assert "config.scheduler.temperature" not in run(cmd, "0.12.0", **{"models.target": cool})
+
+
+def test_k_severity_grows_with_magnitude():
+    base = "vllm serve m --speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": %d}'"
+    k8 = run(base % 8, "0.10.1")["config.scheduler.k-large"]
+    k300 = run(base % 300, "0.10.1")["config.scheduler.k-large"]
+    assert k8.severity is Severity.WARNING and k300.severity is Severity.ERROR
+    assert k300.confidence > k8.confidence and k300.impact_score > k8.impact_score
+
+
+def test_rules_on_an_inferred_range_and_the_v0_draft_tp_default():
+    from spec_doctor.collectors.core import InferredVersion
+
+    cmd = ("vllm serve m --tensor-parallel-size 8 --speculative-model d --num-speculative-tokens 4 "
+           "--enable-chunked-prefill")
+    cfg = from_parsed(parse_command(cmd))
+    iv = InferredVersion(Version("0.8.2"), "inferred", Version("0.4.1"), Version("0.8.2"), False, 0.5)
+    found = {f.id: f for f in checks.parallel.fn({"config.deployment": cfg, "vllm.version": iv})}
+    f = found["config.parallel.chunked-prefill"]
+    # Not rejected by 0.8.2 itself, but by releases inside 0.4.1-0.8.2: a warning that names them.
+    assert f.severity is Severity.WARNING and "within the releases" in f.title and f.confidence < 0.85
+    stated = {x.id: x for x in checks.parallel.fn({"config.deployment": cfg,
+                                                   "vllm.version": Sourced(Version("0.6.4"), "--vllm-version")})}
+    # 0.6.4 needs draft TP 1 with chunked prefill; no draft TP given means the target's (8).
+    assert stated["config.parallel.chunked-prefill"].data == {"draft_tp": 8, "rule": "chunked-prefill-draft-tp"}

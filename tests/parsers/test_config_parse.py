@@ -95,8 +95,8 @@ def test_several_commands_pick_the_vllm_one():
 
 
 @pytest.mark.parametrize("cmd, message", [
-    ("vllm serve m --speculative-config '{\"method\": ngram}'", "malformed JSON"),
     ("vllm serve m --speculative-config '{\"method\"", "quotes"),
+    ("vllm serve m --speculative-config '{bad'", "malformed JSON"),
     ("ls -la /tmp", "not a vLLM command line"),
     ("   ", "empty"),
 ])

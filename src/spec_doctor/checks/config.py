@@ -7,6 +7,7 @@ vLLM version is unknown, version-gated findings say so and carry a lower confide
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,6 +35,7 @@ from spec_doctor.knowledge.specdata import (
 DOCS = "https://docs.vllm.ai/en/latest/features/spec_decode.html"
 SIGNALS = "knowledge/data/flags.toml, knowledge/data/methods.toml"
 UNKNOWN_VERSION_CONFIDENCE = 0.55
+DRAFT_SOURCE = "--draft"  # a speculative config made from --draft alone (collectors/config.py)
 
 
 def _version(facts: Mapping[str, Any]) -> tuple[Version | None, str]:
@@ -46,6 +48,26 @@ def _version(facts: Mapping[str, Any]) -> tuple[Version | None, str]:
 
 def _base(v: Version) -> Version:
     return Version(v.base_version)
+
+
+def _inferred(facts: Mapping[str, Any]) -> Any | None:
+    """The version fact when it was inferred from the inputs' shape (collectors/core.py InferredVersion)."""
+    v = facts.get("vllm.version")
+    return v if getattr(v, "inferred", False) else None
+
+
+def _ends(facts: Mapping[str, Any]) -> tuple[Version, Version] | None:
+    """(oldest, newest) release of an inferred range; None when the version is stated or unknown."""
+    iv = _inferred(facts)
+    if iv is None:
+        return None
+    return (iv.low or iv.value), (iv.high or iv.value)
+
+
+def _scaled(facts: Mapping[str, Any], conf: float) -> float:
+    """A version-dependent finding's confidence, lowered by how sure an inferred version is."""
+    iv = _inferred(facts)
+    return round(conf * (0.5 + 0.5 * iv.confidence), 3) if iv is not None else conf
 
 
 def _ver_ev(version: Version | None, source: str) -> Evidence:
@@ -77,7 +99,7 @@ def _fix_cmds(cfg: DeploymentConfig, version: Version | None) -> tuple[str, ...]
 
 # ---------------------------------------------------------------------------------------------------
 
-@check("config.flags", categories=[Category.CONFIG_DEPRECATED], needs=["config.deployment"],
+@check("config.flags", categories=[Category.CONFIG_DEPRECATED, Category.HEALTHY], needs=["config.deployment"],
        wants=["vllm.version"], sources=[SIGNALS, DOCS],
        findings={
            "config.flags.legacy-spec": "removed V0 speculative-decoding flags (--speculative-model, "
@@ -85,6 +107,7 @@ def _fix_cmds(cfg: DeploymentConfig, version: Version | None) -> tuple[str, ...]
            "config.flags.ngram-typo": "the speculative model looks like a misspelled '[ngram]'",
            "config.flags.v2-block-manager": "--use-v2-block-manager: a no-op since 0.6.3, removed after 0.9.2",
            "config.flags.too-new": "a flag or spelling that the release does not have yet",
+           "config.flags.malformed-json": "a JSON-valued flag vLLM's json.loads rejects (read here anyway)",
        })
 def flags(facts: Mapping[str, Any]) -> list[Finding]:
     """Flags the installed/declared vLLM no longer (or not yet) accepts.
@@ -102,19 +125,31 @@ def flags(facts: Mapping[str, Any]) -> list[Finding]:
     if legacy:
         names = ", ".join(w for w, _ in legacy)
         ev = [Evidence(s, f"{w} (a V0 flag: vLLM 0.4.1-0.8.2)") for w, s in legacy] + [_ver_ev(version, vsrc)]
-        if version is None:
+        ends = _ends(facts)
+        lv = version
+        removed = Version("0.8.3")
+        if ends is not None and not (_base(ends[0]) >= removed) == (_base(ends[1]) >= removed):
+            lv = None  # the inferred range straddles the removal: as good as unknown
+        if ends is not None and lv is not None and _base(ends[1]) < removed:
+            lo, hi = ends
+            sev, conf, title = Severity.INFO, _scaled(facts, 0.9), (
+                f"{names}: valid in the releases the inputs point to (vLLM {lo}-{hi}), but removed in 0.8.3; use "
+                "--speculative-config when upgrading")
+        elif lv is None:
             sev, conf, title = Severity.WARNING, UNKNOWN_VERSION_CONFIDENCE, (
                 f"{names}: removed in vLLM 0.8.3 (works only up to 0.8.2; version unknown)")
-        elif _base(version) >= Version("0.8.3"):
-            sev, conf, title = Severity.ERROR, 0.95, (
-                f"vLLM {version} has no {names}: it exits with 'unrecognized arguments'")
-        elif _base(version) == Version("0.8.2"):
+        elif _base(lv) >= removed:
+            sev, conf, title = Severity.ERROR, _scaled(facts, 0.95), (
+                f"vLLM {lv} has no {names}: it exits with 'unrecognized arguments'")
+        elif _base(lv) == Version("0.8.2"):
             sev, conf, title = Severity.WARNING, 0.9, f"{names}: deprecated in vLLM 0.8.2, removed in 0.8.3"
         else:
             sev, conf, title = Severity.INFO, 0.9, (
-                f"{names}: valid in vLLM {version}, but removed in 0.8.3; use --speculative-config when upgrading")
-        fix_version = version if version is not None and _base(version) >= Version("0.8.2") else None
-        out.append(Finding("config.flags.legacy-spec", Category.CONFIG_DEPRECATED, sev, conf, title,
+                f"{names}: valid in vLLM {lv}, but removed in 0.8.3; use --speculative-config when upgrading")
+        fix_version = lv if lv is not None and _base(lv) >= Version("0.8.2") else None
+        # Flags the release takes are fine: a healthy note with the upgrade advice, not a problem.
+        category = Category.HEALTHY if sev is Severity.INFO else Category.CONFIG_DEPRECATED
+        out.append(Finding("config.flags.legacy-spec", category, sev, conf, title,
                            evidence=tuple(ev),
                            fix=Fix("Move the speculative settings into --speculative-config (vLLM 0.8.2+):",
                                    _fix_cmds(cfg, fix_version)),
@@ -139,12 +174,24 @@ def flags(facts: Mapping[str, Any]) -> list[Finding]:
         else:
             sev, conf = Severity.INFO, 0.8 if version is not None else UNKNOWN_VERSION_CONFIDENCE
             title = f"{written} is a no-op from vLLM {info.row['noop_from']} and removed after {info.last}"
-        if version is None or _base(version) >= Version(info.row["noop_from"]):
+        ends = _ends(facts)
+        noop = Version(info.row["noop_from"])
+        straddles = ends is not None and _base(ends[0]) < noop <= _base(ends[1])  # needed in part of the range
+        if not straddles and (version is None or _base(version) >= noop):
             out.append(Finding("config.flags.v2-block-manager", Category.CONFIG_DEPRECATED, sev, conf, title,
                                evidence=(Evidence(cfg.source_of("use_v2_block_manager"), written),
                                          _ver_ev(version, vsrc)),
                                fix=Fix(f"Drop {written}.", ()), impact="one flag less that can break an upgrade",
                                impact_score=0.2))
+    for key, why in cfg.malformed.items():
+        out.append(Finding(
+            "config.flags.malformed-json", Category.CONFIG_DEPRECATED, Severity.WARNING, 0.5,
+            f"--{key.replace('_', '-')} is not valid JSON: vLLM rejects it as written (read here as "
+            f"{cfg.args.get(key)!r})",
+            evidence=(Evidence(cfg.source_of(key), why),),
+            fix=Fix("Quote the value as JSON, in single quotes for the shell:", _fix_cmds(cfg, version)),
+            impact="vLLM parses the value instead of exiting at argument parsing (if the quotes were not only "
+                   "lost in the paste)", impact_score=0.5, data={"argument": key}))
     if version is not None:
         out += _too_new(cfg, version, vsrc)
     return out
@@ -199,8 +246,8 @@ def spec_keys(facts: Mapping[str, Any]) -> list[Finding]:
     """
     cfg: DeploymentConfig = facts["config.deployment"]
     spec = cfg.speculative
-    if spec is None:
-        return []
+    if spec is None or spec.source == DRAFT_SOURCE:
+        return []  # --draft only names the draft: there is no speculative config to read keys from
     version, vsrc = _version(facts)
     out: list[Finding] = []
     fix = Fix("Corrected speculative config:", _fix_cmds(cfg, version))
@@ -307,7 +354,7 @@ def _refined_method(cfg: DeploymentConfig, draft: Any) -> tuple[str | None, str]
 
 @check("config.method", categories=[Category.ENV_VERSION, Category.K_TOO_LARGE, Category.HEALTHY],
        needs=["config.deployment"], wants=["vllm.version", "models.draft", "models.target",
-                                           "config.optional_packages"],
+                                           "config.optional_packages", "logs.acceptance"],
        sources=[SIGNALS, DOCS, "https://github.com/vllm-project/vllm/pull/24322"],
        findings={
            "config.method.unsupported": "the release cannot run this speculative method (too old, a gap, or removed)",
@@ -319,6 +366,7 @@ def _refined_method(cfg: DeploymentConfig, draft: Any) -> tuple[str | None, str]
            "config.method.eagle3-target": "EAGLE-3 on a target architecture the release does not accept",
            "config.method.mtp-k": "MTP with num_speculative_tokens > 1 reuses one MTP layer",
            "config.method.ok": "the method is supported by the release",
+           "config.method.table-contradicted": "the tables say the release lacks the method, but the log shows it run",
        })
 def method(facts: Mapping[str, Any]) -> list[Finding]:
     """Whether the vLLM release can run the configured speculative method at all.
@@ -348,8 +396,13 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
                                    ("vllm serve --help=all",)),
                            impact="vLLM rejects unknown methods at start-up", impact_score=0.5))
         return out
+    ends = _ends(facts)
+    if ends is not None and method_support(name, ends[0]).status != method_support(name, ends[1]).status:
+        version = None  # the inferred release range spans a change in support: as good as unknown
     support = method_support(name, version)
     row = method_row(name) or {}
+    iv = _inferred(facts)
+    vname = f"{iv.label()} (inferred)" if iv is not None and version is not None else str(version)
     label = support.label
     upgrade = (f"pip install -U 'vllm>={support.first_supported}'",) if support.first_supported else ()
     if version is None:
@@ -364,10 +417,19 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
                                         "spec-doctor check --vllm-version X ...")),
                                impact="a definite verdict", impact_score=0.3,
                                data={"method": name}))
+    elif support.status in ("unsupported", "removed", "not-yet") and (ran := _ran(facts)) is not None:
+        out.append(Finding(
+            "config.method.table-contradicted", Category.ENV_VERSION, Severity.INFO, 0.3,
+            f"spec-doctor's tables say vLLM {version} cannot run '{name}', yet the log shows it drafting",
+            evidence=(spec_ev, Evidence(vsrc, f"vLLM {version}"), Evidence(ran, "spec-decode metrics with drafts"),
+                      Evidence(support.source, f"{name}: {support.status} in {support.row.get('versions', '')}")),
+            fix=Fix("Check the exact build (a nightly or a backport can have the method early):",
+                    ("python -c 'import vllm; print(vllm.__version__)'",)),
+            impact="a version verdict that matches the run", impact_score=0.1, data={"method": name}))
     elif support.status in ("unsupported", "removed", "not-yet"):
-        what = {"unsupported": f"vLLM {version} cannot run {label} speculation",
-                "removed": f"'{name}' was removed from vLLM ({version})",
-                "not-yet": f"vLLM {version} predates the '{name}' method"}[support.status]
+        what = {"unsupported": f"vLLM {vname} cannot run {label} speculation",
+                "removed": f"'{name}' was removed from vLLM ({vname})",
+                "not-yet": f"vLLM {vname} predates the '{name}' method"}[support.status]
         msg = support.row.get("message")
         ev = [spec_ev, Evidence(vsrc, f"vLLM {version}"),
               Evidence(support.source, msg or f"{name}: {support.status} in {support.row.get('versions', '')}")]
@@ -375,7 +437,7 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
             "pick a method this release has"
         out.append(Finding(
             "config.method.unsupported", Category.ENV_VERSION, Severity.ERROR,
-            0.8 if inferred and how.startswith("inferred: no method") else 0.92,
+            _scaled(facts, 0.8 if inferred and how.startswith("inferred: no method") else 0.92),
             what + (f" (it is supported again from {support.first_supported})"
                     if support.first_supported and support.status == "unsupported" else ""),
             evidence=tuple(ev),
@@ -388,8 +450,8 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
     elif support.status == "v0-fallback":
         v1_opt_in = cfg.env.get("VLLM_USE_V1") == "1"
         out.append(Finding(
-            "config.method.v0-fallback", Category.ENV_VERSION, Severity.WARNING, 0.75,
-            f"vLLM {version} runs {label} speculation on the old V0 engine"
+            "config.method.v0-fallback", Category.ENV_VERSION, Severity.WARNING, _scaled(facts, 0.75),
+            f"vLLM {vname} runs {label} speculation on the old V0 engine"
             + (" (or rejects it, since VLLM_USE_V1=1 is set)" if v1_opt_in else ""),
             evidence=(spec_ev, Evidence(vsrc, f"vLLM {version}"),
                       Evidence(support.source, support.row.get("message")
@@ -400,13 +462,13 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
     elif support.status == "v1-opt-in":
         out.append(Finding(
             "config.method.v1-opt-in", Category.ENV_VERSION, Severity.WARNING, 0.7,
-            f"vLLM {version} runs '{name}' only with VLLM_USE_V1=1 (experimental)",
+            f"vLLM {vname} runs '{name}' only with VLLM_USE_V1=1 (experimental)",
             evidence=(spec_ev, Evidence(vsrc, f"vLLM {version}"), Evidence(support.source, "V1 opt-in")),
             fix=Fix(f"Upgrade to vLLM >= {support.first_supported}:", upgrade),
             impact="the method runs as configured", impact_score=0.6))
     elif support.status == "supported":
-        out.append(Finding("config.method.ok", Category.HEALTHY, Severity.INFO, 0.9,
-                           f"vLLM {version} supports {label} speculation ('{name}')",
+        out.append(Finding("config.method.ok", Category.HEALTHY, Severity.INFO, _scaled(facts, 0.9),
+                           f"vLLM {vname} supports {label} speculation ('{name}')",
                            evidence=(spec_ev, _ver_ev(version, vsrc),
                                      Evidence(support.source, f"supported in {support.row.get('versions', '')}")),
                            impact_score=0.0, data={"method": name}))
@@ -452,6 +514,36 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
             impact="fewer wasted verification slots if later positions are rarely accepted", impact_score=0.2,
             data={"k": k}))
     return out
+
+
+def _range_rules(rule_id: str, version: Version | None, ends: tuple[Version, Version] | None,
+                 method: str | None) -> tuple[list[dict[str, Any]], bool]:
+    """(rules, partly): the rules that apply to the version; for an inferred release range whose newest release
+    they miss, those that hold somewhere inside the range (partly=True: a warning that names the releases)."""
+    rules = applicable_rules(rule_id, version, method)
+    if rules or ends is None:
+        return rules, False
+    inside = [r for r in applicable_rules(rule_id, None, method) if _rule_overlaps(r, *ends)]
+    return inside, bool(inside)
+
+
+def _rule_overlaps(rule: Mapping[str, Any], low: Version, high: Version) -> bool:
+    """Whether a rule's release range (a specifier such as '>=0.6.4,<0.6.5') meets [low, high]: tried at both
+    ends and at every boundary release the specifier names inside the range."""
+    from packaging.specifiers import SpecifierSet
+
+    spec = SpecifierSet(rule["versions"])
+    lo, hi = _base(low), _base(high)
+    points = {lo, hi} | {Version(sp.version) for sp in spec if lo <= Version(sp.version) <= hi}
+    return any(p in spec for p in points)
+
+
+def _ran(facts: Mapping[str, Any]) -> str | None:
+    """Where the log shows speculation drafting (spec-decode metrics with drafted tokens), else None."""
+    for a in facts.get("logs.acceptance") or []:
+        if (a.get("drafted") or 0) > 0:
+            return str(a.get("source") or "log")
+    return None
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -512,38 +604,52 @@ def parallel(facts: Mapping[str, Any]) -> list[Finding]:
                     impact="the server starts", impact_score=0.8, data={"draft_tp": dtp, "tp": tp}))
     pp = _int(cfg.args.get("pipeline_parallel_size"))
     if pp and pp > 1:
-        rules = applicable_rules("pipeline-parallel", version, spec.method)
+        rules, partly = _range_rules("pipeline-parallel", version, _ends(facts), spec.method)
         if rules:
             rule = rules[0]
+            known = version is not None and not partly
             out.append(Finding(
                 "config.parallel.pipeline", Category.CONFIG_UNSUPPORTED_COMBO,
-                Severity.ERROR if version is not None else Severity.WARNING,
-                0.85 if version is not None else conf_unknown,
+                Severity.ERROR if known else Severity.WARNING,
+                _scaled(facts, 0.85) if known else _scaled(facts, 0.65) if partly else conf_unknown,
                 f"Pipeline parallel size {pp} with speculative decoding"
-                + (f" is not supported by vLLM {version}" if version is not None else
-                   " is not supported up to vLLM 0.15 (version unknown)"),
+                + (f" is not supported by vLLM {version}" if known else
+                   f" is not supported by vLLM {rule['versions']} (within the releases the inputs point to)"
+                   if partly else " is not supported up to vLLM 0.15 (version unknown)"),
                 evidence=(Evidence(cfg.source_of("pipeline_parallel_size"), f"pipeline_parallel_size={pp}"),
                           _spec_ev(cfg), vev, Evidence(rule["source"], rule["message"])),
                 fix=Fix("Use tensor parallelism instead of pipeline parallelism with speculation:",
                         (f"--tensor-parallel-size {tp * pp} --pipeline-parallel-size 1",)),
                 impact="the server starts with speculation", impact_score=0.8, data={"pp": pp}))
     chunked = cfg.args.get("enable_chunked_prefill")
+    # V0 runs a separate draft model at the target's TP unless told otherwise (create_draft_parallel_config:
+    # speculative_draft_tensor_parallel_size=None -> the target's tensor_parallel_size; 1 for mlp_speculator).
+    eff_dtp = dtp if dtp is not None else (tp if spec.method == "draft_model" else 1)
+    ends = _ends(facts)
     if chunked is True and cfg.origin != "log" or chunked is True and version is not None:
         for rule_id, applies in (("chunked-prefill-exclusive", True),
-                                 ("chunked-prefill-draft-tp", (dtp or 1) > 1),
+                                 ("chunked-prefill-draft-tp", (eff_dtp or 1) > 1),
                                  ("chunked-prefill-hidden-state-drafts", True)):
-            rules = applicable_rules(rule_id, version, spec.method)
-            if not applies or not rules or version is None:
+            if not applies or version is None:
+                continue
+            rules, partly = _range_rules(rule_id, version, ends, spec.method)
+            if not rules:
                 continue
             rule = rules[0]
+            tp_ev = () if dtp is not None or rule_id != "chunked-prefill-draft-tp" else (
+                Evidence("vllm/config.py@v0.6.4.post1 (create_draft_parallel_config)",
+                         f"no draft TP given: the draft model runs at the target's TP {tp}"),)
             out.append(Finding(
-                "config.parallel.chunked-prefill", Category.CONFIG_UNSUPPORTED_COMBO, Severity.ERROR, 0.85,
-                f"vLLM {version} rejects chunked prefill with this speculative setup",
+                "config.parallel.chunked-prefill", Category.CONFIG_UNSUPPORTED_COMBO,
+                Severity.WARNING if partly else Severity.ERROR, _scaled(facts, 0.6 if partly else 0.85),
+                (f"vLLM {rule['versions']} (within the releases the inputs point to, {ends[0]}-{ends[1]}) rejects "
+                 "or mishandles chunked prefill with this speculative setup" if partly and ends else
+                 f"vLLM {version} rejects chunked prefill with this speculative setup"),
                 evidence=(Evidence(cfg.source_of("enable_chunked_prefill"), "enable_chunked_prefill=True"),
-                          _spec_ev(cfg), vev, Evidence(rule["source"], rule["message"])),
-                fix=Fix("Turn chunked prefill off for this release, or upgrade:",
+                          _spec_ev(cfg), vev, Evidence(rule["source"], rule["message"])) + tp_ev,
+                fix=Fix("Turn chunked prefill off for this release, use draft TP 1, or upgrade:",
                         ("--enable-chunked-prefill=False", "pip install -U vllm")),
-                impact="the server starts", impact_score=0.7))
+                impact="the server starts", impact_score=0.7, data={"draft_tp": eff_dtp, "rule": rule_id}))
             break
     steps = _int(cfg.args.get("num_scheduler_steps"))
     if steps and steps > 1:
@@ -591,8 +697,19 @@ def _float(value: Any) -> float | None:
 
 # ---------------------------------------------------------------------------------------------------
 
+def _never_served(facts: Mapping[str, Any]) -> str | None:
+    """Where the log shows the server crashing before it served anything (a traceback, no stats or metrics
+    line): then speed advice is secondary to the crash. None otherwise."""
+    for f in facts.get("logs.files") or []:
+        if getattr(f, "error", None) or f.streams:
+            continue
+        if f.ev.tracebacks:
+            return f"{f.display}:{f.ev.tracebacks[0].line}"
+    return None
+
+
 @check("config.cudagraph", categories=[Category.CUDA_GRAPH], needs=["config.deployment"],
-       wants=["vllm.version"], sources=[SIGNALS],
+       wants=["vllm.version", "logs.files"], sources=[SIGNALS],
        findings={
            "config.cudagraph.enforce-eager": "--enforce-eager with speculation: target and drafter without CUDA graphs",
            "config.cudagraph.drafter-eager": "the speculative config runs the drafter eagerly",
@@ -612,6 +729,8 @@ def cudagraph(facts: Mapping[str, Any]) -> list[Finding]:
         return []
     version, vsrc = _version(facts)
     out: list[Finding] = []
+    if _never_served(facts):
+        return out  # the server crashed before serving: speed advice waits until it runs
     if cfg.args.get("enforce_eager") is True:
         out.append(Finding(
             "config.cudagraph.enforce-eager", Category.CUDA_GRAPH, Severity.WARNING, 0.7,
@@ -728,13 +847,19 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
             fix=Fix("Leave headroom:", ("--gpu-memory-utilization 0.90",)),
             impact="no out-of-memory at graph capture or under load", impact_score=0.5, data={"value": gmu}))
     if k is not None and k > 7:
+        # The waste grows with K: every step verifies K+1 tokens while acceptance decays geometrically, so
+        # K in the tens or hundreds is far worse than K=8 (and makes every step compute-bound).
+        doublings = math.log2(k / 8)
+        sev = Severity.ERROR if k >= 32 else Severity.WARNING
         out.append(Finding(
-            "config.scheduler.k-large", Category.K_TOO_LARGE, Severity.WARNING, 0.6,
-            f"num_speculative_tokens={k}: positions beyond ~5 are rarely accepted, but every one is verified",
+            "config.scheduler.k-large", Category.K_TOO_LARGE, sev, round(min(0.95, 0.6 + 0.1 * doublings), 3),
+            f"num_speculative_tokens={k}: positions beyond ~5 are rarely accepted, but every one is verified"
+            + (f" ({k + 1} tokens per sequence per step)" if k >= 32 else ""),
             evidence=(_spec_ev(cfg),),
             fix=Fix("Start at 3-5 and tune with the per-position acceptance rates:",
                     (_k_fix(cfg, version, 4),)),
-            impact="less wasted verification compute per step", impact_score=0.5, data={"k": k}))
+            impact="less wasted verification compute per step", impact_score=round(min(0.9, 0.5 + 0.1 * doublings), 3),
+            data={"k": k}))
     temp, temp_src, conf = cfg.temperature, cfg.sources.get("temperature", cfg.origin), 0.5
     target = facts.get("models.target")
     gen = getattr(target, "generation_config", None) or {}

@@ -43,9 +43,24 @@ def _spec_on(facts: Mapping[str, Any]) -> bool:
     return bool(ev and ev.get("on"))
 
 
+def _traits(facts: Mapping[str, Any]) -> frozenset[str]:
+    """What the deployment is known to be, for crash-site rows that need it (data/crash_sites.toml `requires`)."""
+    traits = set()
+    dep = facts.get("config.deployment")
+    args = getattr(dep, "args", None) or {}
+    kv = str(args.get("kv_cache_dtype") or "")
+    if args.get("quantization") or kv.startswith(("fp8", "int8", "fp4", "nvfp4")):
+        traits.add("quantized")
+    for role in ("models.target", "models.draft"):
+        if getattr(facts.get(role), "quantization", None):
+            traits.add("quantized")
+    return frozenset(traits)
+
+
 @check("logs.crash", categories=["engine-bug", "config-unsupported-combo", "oom", "cuda-graph", "env-version",
-                                 "vocab-mismatch", "config-deprecated"],
-       needs=["logs.events"], wants=["logs.files", "spec.evidence"],
+                                 "vocab-mismatch", "config-deprecated", "quantization"],
+       needs=["logs.events"], wants=["logs.files", "spec.evidence", "config.deployment", "models.target",
+                                     "models.draft"],
        findings={"logs.crash.traceback": "vLLM raised an exception (classified by where it was raised)"},
        sources=["https://github.com/vllm-project/vllm/tree/v0.10.2/vllm/v1/spec_decode"])
 def crash(facts: Mapping[str, Any]) -> list[Finding]:
@@ -54,6 +69,7 @@ def crash(facts: Mapping[str, Any]) -> list[Finding]:
     traceback raised from speculation code is an engine bug even when no one wrote a pattern for its message."""
     explained = _signature_lines(facts)
     spec_on = _spec_on(facts)
+    traits = _traits(facts)
     found: dict[tuple, dict[str, Any]] = {}
     for f in facts["logs.events"]:
         shutdown = f.get("shutdown_line")
@@ -62,7 +78,7 @@ def crash(facts: Mapping[str, Any]) -> list[Finding]:
                 continue
             if _explained(explained.get(f["file"], set()), tb["line"], tb["end_line"]):
                 continue
-            row = classify(tb["exc_type"], tb["exc_msg"], tb["site"], tb["modules"], spec_on)
+            row = classify(tb["exc_type"], tb["exc_msg"], tb["site"], tb["modules"], spec_on, traits)
             if row is not None and row.category == "healthy":
                 continue
             key = (tb["exc_type"], tb["site"], tb["func"])
@@ -136,8 +152,8 @@ def messages(facts: Mapping[str, Any]) -> list[Finding]:
                     continue  # a warning unrelated to speculation: not this tool's business
                 entry = by_template.setdefault(tpl["template"], {"tpl": tpl, "events": []})
                 entry["events"].append(e)
-            elif e["level"] in ("ERROR", "CRITICAL") and not tpl:
-                unknown.append(e)
+            elif e["level"] in ("ERROR", "CRITICAL") and (not tpl or tpl["category"] == "none"):
+                unknown.append(e)  # an error line is never silence, catalogued or not
     out = []
     for entry in by_template.values():
         tpl, evs = entry["tpl"], entry["events"]

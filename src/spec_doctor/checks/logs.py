@@ -12,6 +12,7 @@ from typing import Any
 
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
 from spec_doctor.engine.registry import check
+from spec_doctor.knowledge import acceptance as acc
 from spec_doctor.knowledge.data import load, threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
 from spec_doctor.knowledge.temperature import hot_sampling
@@ -73,7 +74,10 @@ def _spec_method(facts: Mapping[str, Any]) -> str | None:
 
 
 def _spec_on(facts: Mapping[str, Any]) -> bool:
-    return bool(_spec_configured(facts)) or any(f.spec_streams for f in _files(facts))
+    """Speculation configured or seen in any input (collectors/core.py spec.evidence: a warning about it, a
+    drafter loading, --draft, V0 or V1 metrics lines...)."""
+    ev = facts.get("spec.evidence")
+    return bool(_spec_configured(facts)) or any(f.spec_streams for f in _files(facts)) or bool(ev and ev.get("on"))
 
 
 @lru_cache(maxsize=1)
@@ -106,7 +110,7 @@ def input_quality(facts: Mapping[str, Any]) -> list[Finding]:
                                Fix("Pass the vLLM server's own output (stdout/stderr), e.g. captured with tee.",
                                    ("vllm serve ... 2>&1 | tee vllm.log",)), impact_score=0.3))
             continue
-        if (f.records == 0 and not f.signatures and not f.streams and not f.bench):
+        if (f.records == 0 and not f.signatures and not f.streams and not f.bench and not f.ev.tracebacks):
             out.append(Finding("logs.input.no-vllm-lines", Category.MEASUREMENT, Severity.INFO, 0.8,
                                f"No vLLM log line recognized in {f.display} ({f.lines} lines)",
                                (Evidence(f.display, "no vLLM header, metrics line or known error text"),),
@@ -131,7 +135,7 @@ def _explained(f: Any, h: Any) -> bool:
 @check("logs.errors", categories=["vocab-mismatch", "env-version", "config-unsupported-combo", "config-deprecated",
                                   "oom", "spec-inactive", "cuda-graph", "k-too-large", "env-platform",
                                   "engine-bug"],
-       needs=["logs.files"], wants=["config.deployment", "vllm.version"],
+       needs=["logs.files"], wants=["config.deployment", "vllm.version", "spec.evidence"],
        findings=_signature_finding_ids(),
        sources=["knowledge/data/log_signatures.toml", "https://github.com/vllm-project/vllm/tree/v0.33.0/vllm"])
 def known_errors(facts: Mapping[str, Any]) -> list[Finding]:
@@ -232,14 +236,20 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
         desc += "; per position " + ", ".join(f"{p:.3f}" for p in per)
     ev = Evidence(src, desc)
     # Exact zeros after a well-accepted position: the engine, not the draft.
-    tail = _tail_zero(per, s.pos_drafts)
-    if tail is not None:
+    zt = acc.zero_tail(per, s.pos_drafts)
+    tail = zt[0] if zt is not None and zt[1] < threshold("dead_tail_max_chance") else None
+    if tail is not None and zt is not None:
         bug = _bugs().get("per-position-tail-zero", {})
-        out.append(Finding("logs.acceptance.tail-zero", Category.ENGINE_BUG, Severity.WARNING, 0.75,
+        chance = zt[1]
+        out.append(Finding("logs.acceptance.tail-zero", Category.ENGINE_BUG, Severity.WARNING,
+                           acc.chance_confidence(chance),
                            f"Positions {tail + 1}-{len(per)} are never accepted (0.000) right after position "
                            f"{tail} at {per[tail - 1]:.3f}: an engine/drafter bug, not a weak draft",
-                           (ev,), Fix(bug.get("fix", ""), tuple(bug.get("commands", ()))),
-                           impact=bug.get("meaning"), impact_score=0.6, data={**data, "first_zero_position": tail + 1}))
+                           (ev, Evidence(src, f"~{s.pos_drafts:.0f} drafts: a working drafter's position {tail + 1} "
+                                              f"would accept with a chance of zero accepts below {chance:.1e}")),
+                           Fix(bug.get("fix", ""), tuple(bug.get("commands", ()))),
+                           impact=bug.get("meaning"), impact_score=0.6,
+                           data={**data, "first_zero_position": tail + 1, "chance": chance}))
     low = False
     if s.drafted >= threshold("min_drafted_tokens"):
         if v0:
@@ -256,7 +266,8 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
         # At a hot temperature sampling is not ruled out (sampling.temperature reports that): the draft
         # itself can only be judged at T=0.
         out.append(Finding("logs.acceptance.low", Category.LOW_ACCEPTANCE, Severity.INFO if hot else Severity.WARNING,
-                           0.35 if hot else 0.7,
+                           0.35 if hot else acc.evidence_confidence(0.7, s.drafted,
+                                                                    10 * threshold("min_drafted_tokens")),
                            f"The draft is rarely accepted: {desc}"
                            + (f" (at temperature {hot[0]:g}: sampling not ruled out)" if hot else ""),
                            (ev,), Fix("Measure acceptance at temperature 0 on your own prompts, then try a draft "
@@ -269,33 +280,30 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
         out.append(Finding("logs.acceptance.healthy", Category.HEALTHY, Severity.INFO, 0.8,
                            f"Speculation is on and accepts {mal:.2f} tokens/step" + (f" (K={k})" if k else ""),
                            (ev,), data=data))
+    elif tail is None and rate is not None and rate >= threshold("low_acceptance"):
+        # Early V1 lines (0.8.3-0.8.4) and pieces of lines show only the rate: enough to say drafts are accepted.
+        out.append(Finding("logs.acceptance.healthy", Category.HEALTHY, Severity.INFO,
+                           acc.evidence_confidence(0.7, s.drafted or 1, threshold("min_drafted_tokens")),
+                           f"Speculation is on and {_fmt_rate(rate)} of drafted tokens are accepted", (ev,), data=data))
     # K too large: the last position is almost never accepted (gradual curve, not exact zeros).
-    if tail is None and not hot and len(per) >= 2 and per[-1] < 0.10 and s.pos_drafts >= 50:
+    if tail is None and not hot and len(per) >= 2 and per[-1] < 0.10 and s.pos_drafts >= 50 and per[0] >= 0.15:
+        # (When not even the first position is accepted, a smaller K changes nothing: the drafter is the problem.)
         keep = max(1, sum(1 for p in per if p >= 0.15))
-        out.append(Finding("logs.acceptance.k-too-large", Category.K_TOO_LARGE, Severity.WARNING, 0.6,
+        # Stronger with more drafts behind the curve and with more wasted positions (K=15 with 3 working ones
+        # wastes far more than K=4 with 3).
+        wasted = (len(per) - keep) / len(per)
+        conf = acc.evidence_confidence(0.45 + 0.3 * wasted, s.pos_drafts, 200)
+        out.append(Finding("logs.acceptance.k-too-large", Category.K_TOO_LARGE, Severity.WARNING, conf,
                            f"Draft positions {keep + 1}-{len(per)} are accepted less than 15% of the time; K={len(per)} "
                            f"wastes verification", (ev,),
                            Fix(f"Lower num_speculative_tokens to {keep}.",
                                (speculative_config_flag(spec, keep),)),
-                           impact_score=0.4, data={**data, "suggested_k": keep}))
+                           impact_score=round(0.3 + 0.4 * wasted, 3), data={**data, "suggested_k": keep}))
     fall = _falling(s)
     if fall:
         out.append(Finding("logs.acceptance.falling", Category.LOW_ACCEPTANCE, Severity.INFO, 0.5, fall[0], (Evidence(src, fall[1]),),
                            impact_score=0.2, data=data))
     return out
-
-
-def _tail_zero(per: tuple, drafts: float) -> int | None:
-    """1-based index of the last non-zero position when all later ones are exactly 0 and a real
-    (even poor, 10 %) conditional acceptance would have given at least 5 accepted tokens there."""
-    if len(per) < 2 or per[-1] > 0.0:
-        return None
-    last = max((i for i, p in enumerate(per) if p > 0.0), default=-1)
-    if last < 0:
-        return None
-    if per[last] >= 0.2 and drafts * per[last] * 0.1 >= 5:
-        return last + 1
-    return None
 
 
 def _falling(s) -> tuple[str, str] | None:
@@ -326,6 +334,7 @@ FAST_TARGET_TOKS_PER_SEQ = 200.0  # single-sequence decode speed without specula
        findings={"logs.regime.high-concurrency": "batches are so large that verifying K drafts per sequence is compute-bound",
                  "logs.regime.prefill-bound": "prompt throughput dwarfs generation: speculation only speeds decode",
                  "logs.regime.kv-pressure": "KV cache full with requests waiting, or preemptions",
+                 "logs.regime.kv-rising": "KV usage >= 90 % and rising with no queue yet",
                  "logs.regime.kv-ok": "KV pressure is not the problem (usage and preemptions checked)",
                  "logs.regime.fast-target": "the target alone decodes so fast that drafting overhead cannot pay"},
        sources=[STATS, "https://github.com/vllm-project/vllm/blob/v0.9.2/vllm/core/scheduler.py"])
@@ -345,6 +354,8 @@ def regime(facts: Mapping[str, Any]) -> list[Finding]:
     for f in files:
         for s in f.stats_streams:
             out.extend(_regime_stream(f, s, k_cfg, version))
+        if not any(x.id == "logs.regime.prefill-bound" for x in out):
+            out.extend(_bench_prefill(f))
         if f.v0_preemption_warnings:
             lines = ", ".join(str(n) for n in f.v0_preemption_lines)
             out.append(_kv_finding(f"{f.display}:{lines}",
@@ -399,18 +410,33 @@ def _regime_stream(f, s, k_cfg: int | None, version) -> list[Finding]:
                                impact="At this batch size each extra verified token costs real compute.",
                                impact_score=0.7, data={"median_running": running, "k": k,
                                                        "tokens_per_step": step_tokens}))
-    if len(traffic) >= 3:
+    if traffic:
         p = sum(w.stats.prompt_tps or 0 for w in traffic)
         g = sum(w.stats.gen_tps or 0 for w in traffic)
-        if g > 0 and p / g >= 8:
-            out.append(Finding("logs.regime.prefill-bound", Category.PREFILL_BOUND, Severity.WARNING, 0.6,
-                               f"Prefill-bound: prompt throughput is {p / g:.0f}x generation throughput",
-                               (Evidence(src, f"avg prompt {p / len(traffic):.1f} tok/s vs generation "
-                                              f"{g / len(traffic):.1f} tok/s over {len(traffic)} windows"),),
-                               Fix("Speculation only speeds decode; tune prefill instead (chunked prefill budget, "
-                                   "prefix caching) and judge speculation on decode-heavy traffic.",
-                                   ("--max-num-batched-tokens 8192", "--enable-prefix-caching")),
-                               impact_score=0.4, data={"prompt_to_generation": p / g}))
+        if g > 0 and p / g >= PREFILL_RATIO:
+            # Fewer windows, weaker evidence (a burst of arrivals can fill one window with prompts).
+            conf = acc.evidence_confidence(0.6, len(traffic), 3)
+            out.append(_prefill_finding(
+                f"prompt throughput is {p / g:.0f}x generation throughput",
+                Evidence(src, f"avg prompt {p / len(traffic):.1f} tok/s vs generation {g / len(traffic):.1f} tok/s "
+                              f"over {len(traffic)} window(s)"),
+                Severity.WARNING if len(traffic) >= 3 else Severity.INFO, conf, {"prompt_to_generation": p / g}))
+    rising = _kv_rising(s)
+    if rising is not None and s.kv_high_waiting < 2 and not s.preemptions:
+        first, last = rising
+        out.append(Finding("logs.regime.kv-rising", Category.KV_PRESSURE, Severity.WARNING,
+                           acc.evidence_confidence(0.6, last[0] - first[0] + 1, KV_RISING_WINDOWS),
+                           f"KV cache {last[1].stats.kv_usage:.1f}% full and rising, no queue yet: the next burst "
+                           "preempts or queues requests",
+                           (Evidence(f"{f.display}:{first[1].line}-{last[1].line}",
+                                     f"GPU KV usage {first[1].stats.kv_usage:.1f}% -> {last[1].stats.kv_usage:.1f}% "
+                                     f"over {last[0] - first[0] + 1} windows, Waiting 0"),),
+                           Fix("Give the KV cache room before it fills: raise --gpu-memory-utilization, lower "
+                               "--max-num-seqs or --max-model-len, use an fp8 KV cache, or a smaller draft/K.",
+                               ("--gpu-memory-utilization 0.95", "--kv-cache-dtype fp8")),
+                           impact="A full KV cache preempts running requests (recomputed later) or makes new ones wait.",
+                           impact_score=0.5, data={"kv_usage_pct": last[1].stats.kv_usage,
+                                                   "from_pct": first[1].stats.kv_usage}))
     if s.kv_high_waiting >= 2 or s.preemptions:
         parts = []
         if s.kv_high_waiting:
@@ -439,6 +465,62 @@ def _regime_stream(f, s, k_cfg: int | None, version) -> list[Finding]:
                                impact="Per-step drafting and verification overhead is fixed; a fast target "
                                       "leaves it nothing to amortize.", impact_score=0.6,
                                data={"tokens_per_s_per_seq": rates[best]}))
+    return out
+
+
+STATS_INTERVAL_S = 10.0  # V1 logs its stats every ~10 s (VLLM_LOG_STATS_INTERVAL, vllm/envs.py@v0.10.1)
+PREFILL_RATIO = 8.0  # prompt tokens per generated token above which speculation (decode only) cannot matter much
+PREFILL_TIME_SHARE = 0.5  # share of a request's time spent before its first token
+KV_HIGH_PCT = 90.0
+KV_RISING_WINDOWS = 3
+
+
+def _prefill_finding(detail: str, ev: Evidence, sev: Severity, conf: float, data: dict) -> Finding:
+    return Finding("logs.regime.prefill-bound", Category.PREFILL_BOUND, sev, conf, f"Prefill-bound: {detail}", (ev,),
+                   Fix("Speculation only speeds decode; tune prefill instead (chunked prefill budget, prefix caching) "
+                       "and judge speculation on decode-heavy traffic.",
+                       ("--max-num-batched-tokens 8192", "--enable-prefix-caching")),
+                   impact_score=0.4, data=data)
+
+
+def _kv_rising(s) -> tuple | None:
+    """((i, window), (j, window)): the run of stats windows at the end of the stream where GPU KV usage climbs
+    to >= KV_HIGH_PCT without a single waiting request (None: not seen)."""
+    ws = [w for w in s.windows if w.stats is not None and w.stats.kv_usage is not None]
+    if len(ws) < KV_RISING_WINDOWS or ws[-1].stats.kv_usage < KV_HIGH_PCT:
+        return None
+    j = len(ws) - 1
+    i = j
+    while i > 0 and ws[i - 1].stats.kv_usage <= ws[i].stats.kv_usage and not (ws[i - 1].stats.waiting or 0):
+        i -= 1
+    if (ws[j].stats.waiting or 0) or j - i + 1 < KV_RISING_WINDOWS or ws[j].stats.kv_usage - ws[i].stats.kv_usage < 5:
+        return None
+    return (i, ws[i]), (j, ws[j])
+
+
+def _bench_prefill(f) -> list[Finding]:
+    """Prefill dominance from a `vllm bench serve` result: input vs generated tokens per request, or the share of a
+    request's time before its first token (TTFT vs TTFT + TPOT x (output tokens - 1))."""
+    out = []
+    for b in f.bench:
+        n = b.get("successful_requests")
+        tin, tout = b.get("total_input_tokens"), b.get("total_generated_tokens")
+        ttft, tpot = b.get("mean_ttft_ms"), b.get("mean_tpot_ms")
+        if not n or not tin or not tout:
+            continue
+        per_in, per_out = tin / n, tout / n
+        share = None
+        if ttft is not None and tpot is not None and per_out > 1:
+            share = ttft / (ttft + tpot * (per_out - 1))
+        ratio = per_in / per_out
+        if ratio >= PREFILL_RATIO or (share is not None and share >= PREFILL_TIME_SHARE):
+            detail = (f"{per_in:.0f} prompt tokens per {per_out:.0f} generated per request"
+                      + (f"; {100 * share:.0f}% of each request's time is before its first token"
+                         if share is not None else ""))
+            out.append(_prefill_finding(detail, Evidence(b["source"], "`vllm bench serve` result: " + detail),
+                                        Severity.WARNING, acc.evidence_confidence(0.65, n, 100),
+                                        {"prompt_tokens_per_request": per_in, "output_tokens_per_request": per_out,
+                                         "prefill_time_share": share}))
     return out
 
 
@@ -538,6 +620,10 @@ def prefix_cache(facts: Mapping[str, Any]) -> list[Finding]:
     for f in _files(facts):
         for s in f.streams.values():
             if not (s.n_spec and s.prefix_seen and s.prefix_zero_traffic == s.prefix_seen):
+                continue
+            # A hit needs a prompt to reuse: over a handful of prompt tokens a 0 % hit rate says nothing.
+            prompt_tokens = sum((w.stats.prompt_tps or 0) * STATS_INTERVAL_S for w in s.windows if w.stats is not None)
+            if prompt_tokens < threshold("prefix_zero_min_prompt_tokens"):
                 continue
             if f.spec_streams and s.spec_formats == {"v0"}:
                 continue  # V0 has no hybrid KV cache manager

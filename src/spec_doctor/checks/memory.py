@@ -47,6 +47,21 @@ def _budget_evidence(b: MemoryBudget) -> list[Evidence]:
     return ev
 
 
+def _draft_outside_risk(b: MemoryBudget, need: int) -> tuple[float, float | None] | None:
+    """(the GPU size the draft needs outside vLLM's share, the GPU size the target alone needs inside it); None
+    when every GPU that can hold the target holds the draft too (the warning would be hypothetical only)."""
+    util = b.gpu_memory_utilization
+    needed_total = need / max(1e-6, 1 - util)
+    target = b.target.weight_bytes_per_gpu if b.target is not None else None
+    if not target:
+        return needed_total, None
+    # Inside vLLM's share the target needs its weights, activations and non-torch memory before any KV cache.
+    target_min = (target + b.activation_bytes + b.non_torch_bytes) / max(1e-6, util)
+    if target_min >= needed_total:
+        return None
+    return needed_total, target_min
+
+
 def _util_for(need_outside: int, total: int) -> float:
     """The utilization that leaves ``need_outside`` + 0.5 GiB free on a GPU of ``total`` bytes."""
     return max(0.05, math.floor((1 - (need_outside + GIB / 2) / total) * 100) / 100)
@@ -144,13 +159,17 @@ def memory_budget(facts: Mapping[str, Any]) -> list[Finding]:
                     impact="out of memory at start-up", impact_score=1.0,
                     data={"draft_bytes_per_gpu": b.draft.weight_bytes_per_gpu, "outside_bytes": b.outside_bytes,
                           "needs_bytes": need, "safe_utilization": safe_utilization(b)}))
-        elif b.config_known:  # without the GPU's size: say which GPUs it fits on
-            needed_total = need / max(1e-6, 1 - b.gpu_memory_utilization)
+        elif b.config_known and (risk := _draft_outside_risk(b, need)) is not None:
+            # Without the GPU's size: say on which GPUs it does not fit. A GPU too small for the target alone
+            # cannot be the user's, so only GPUs between what the target needs and what the draft needs are at risk.
+            needed_total, target_min = risk
+            at_risk = (f" (the target alone needs a GPU of {_g(target_min)}: GPUs of {_g(target_min)}-"
+                       f"{_g(needed_total)} are at risk)") if target_min else ""
             out.append(Finding(
                 "memory.budget.draft-outside", Category.OOM, Severity.WARNING, 0.4,
                 f"The draft's {_g(b.draft.weight_bytes_per_gpu)} per GPU is not in vLLM's memory profile: with "
                 f"gpu-memory-utilization {b.gpu_memory_utilization:g} it fits only on GPUs of "
-                f"{_g(needed_total)} or more",
+                f"{_g(needed_total)} or more" + at_risk,
                 evidence=d_ev,
                 fix=Fix("Lower gpu-memory-utilization so that (1 - utilization) x GPU memory holds the draft and "
                         f"the CUDA graphs ({_g(need)} + 0.5 GiB margin; the command shown is for a 40 GiB GPU), "

@@ -405,9 +405,9 @@ def positions(facts: Mapping[str, Any]) -> list[Finding]:
     """Per-position acceptance (vllm:spec_decode_num_accepted_tokens_per_pos_total / drafts).
 
     vLLM V1 counts position i when the accepted prefix is longer than i, so the rates form a survival
-    curve; the conditional rate of position i is rate[i] / rate[i-1]. A position with zero accepts where
-    the previous conditional rate predicts many (>= 10 expected, conditional >= 0.3) cannot be chance: the
-    drafter's deeper positions are broken (engine bug). Otherwise the modelled speedup
+    curve; the conditional rate of position i is rate[i] / rate[i-1]. Zero accepts from some position on,
+    where the curve's decay makes that less likely than dead_tail_max_chance (knowledge/acceptance.zero_tail),
+    cannot be chance: the drafter's deeper positions are broken (engine bug). Otherwise the modelled speedup
     E[tokens/step](K) / (1 + K c) with the conservative c = 0.05 gives the best K (the smallest within
     2 % of the optimum, knowledge/acceptance.py); when it is at least 5 % faster than the configured K,
     K is too large.
@@ -421,14 +421,17 @@ def positions(facts: Mapping[str, Any]) -> list[Finding]:
         if d.legacy_v0 or not counts or not n or n < threshold("min_drafts_positions"):
             continue
         survival = d.per_position_rates
+        if not survival:
+            continue  # the totals the rates divide by are missing (a NaN counter): inputs.metrics-impossible
         k = len(counts)
         ev = Evidence(w.window_label, f"{_label(w, d)}: per-position acceptance "
                                       + ", ".join(f"{100 * s:.1f}%" for s in survival)
                                       + f" over {_num(n)} drafts (vllm:spec_decode_num_accepted_tokens_per_pos_total)")
-        dead = _dead_tail(counts, n)
-        if dead is not None:
+        zt = acc.zero_tail(survival, n)
+        dead = zt[0] if zt is not None and zt[1] < threshold("dead_tail_max_chance") else None
+        if dead is not None and zt is not None:
             out.append(Finding(
-                "metrics.positions.dead-tail", Category.ENGINE_BUG, Severity.WARNING, 0.8,
+                "metrics.positions.dead-tail", Category.ENGINE_BUG, Severity.WARNING, acc.chance_confidence(zt[1]),
                 f"Draft positions {dead + 1}..{k} are never accepted while position {dead} is "
                 f"({100 * survival[dead - 1]:.1f} %)",
                 evidence=(ev,),
@@ -471,18 +474,6 @@ def _k_choice(survival: list[float], c: float) -> acc.KChoice:
     """knowledge/acceptance.py's K recommendation for a measured survival curve at cost ratio c."""
     tokens = {j: acc.tokens_per_step_from_survival(survival, j) for j in range(1, len(survival) + 1)}
     return acc.choose_k(acc.speedup_curve(tokens, c))
-
-
-def _dead_tail(counts: list[float], drafts: float) -> int | None:
-    """First position m (1-based count of working ones) whose accepts are 0 against the odds."""
-    for m in range(1, len(counts)):
-        prev = counts[m - 1]
-        prevprev = counts[m - 2] if m >= 2 else drafts
-        a_prev = prev / prevprev if prevprev else 0.0
-        if counts[m] == 0 and a_prev >= threshold("dead_tail_min_conditional") \
-                and prev * a_prev >= threshold("dead_tail_min_expected"):
-            return m
-    return None
 
 
 def _gauge_max(gs: Iterable[dict[Any, Gauges]], model: str, attr: str, *, per_engine: bool = False

@@ -13,7 +13,9 @@ from packaging.specifiers import SpecifierSet
 
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
 from spec_doctor.engine.registry import check
+from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.models import DRAFT_MODEL, HEAD, knowledge
+from spec_doctor.knowledge.specdata import is_mtp_method
 from spec_doctor.parsers.model_dir import ModelInfo, PairInfo
 from spec_doctor.parsers.vocab import IDENTICAL, INCOMPATIBLE
 
@@ -329,9 +331,24 @@ def size_check(facts: Mapping[str, Any]) -> list[Finding]:
 
 
 # --------------------------------------------------------------------------------------- quantization
-@check("pair.quantization", categories=["quantization", "healthy"], needs=["models.pair"],
-       sources=["https://docs.vllm.ai/en/latest/features/quantization/gguf/"], findings={
+MTP_QUANT_SOURCE = ("https://github.com/vllm-project/vllm/pull/37667 (a quantized checkpoint whose MTP layers are "
+                    "unquantized or absent: vLLM builds them with the target's quant_config, the weights are never "
+                    "loaded, the MTP block stays randomly initialized: 0% acceptance)")
+
+
+def _zero_acceptance(facts: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A log stream whose drafts were never accepted, over enough drafted tokens to rule out chance."""
+    for a in facts.get("logs.acceptance") or []:
+        drafted = a.get("drafted") or 0
+        if drafted >= threshold("min_drafted_tokens") and (a.get("accepted") or 0) == 0:
+            return a
+    return None
+
+
+@check("pair.quantization", categories=["quantization", "healthy"], needs=["models.pair"], wants=["logs.acceptance"],
+       sources=["https://docs.vllm.ai/en/latest/features/quantization/gguf/", MTP_QUANT_SOURCE], findings={
            "pair.quantization.draft": "the draft's quantization is known to be slow or fragile with speculation",
+           "pair.quantization.mtp-head": "MTP layers of a quantized checkpoint: stripped, or built in the wrong format",
            "pair.quantization.summary": "quantization of target and draft, nothing known against it",
        })
 def quantization_check(facts: Mapping[str, Any]) -> list[Finding]:
@@ -355,6 +372,25 @@ def quantization_check(facts: Mapping[str, Any]) -> list[Finding]:
             fix=Fix(row["fix"], (_spec_cmd(pair).replace(f'"model": "{d.ref}"', '"model": "UNQUANTIZED-DRAFT"'),)),
             impact="slower draft steps, possibly a failed start", impact_score=0.4,
             data={"draft_quantization": d.quantization, "target_quantization": t.quantization}))
+    elif pair.family == HEAD and t.quantization and is_mtp_method(pair.method or ""):
+        zero = _zero_acceptance(facts)
+        ev = [Evidence(t.quantization_source or t.ref, f"target: {t.quantization}"),
+              Evidence(MTP_QUANT_SOURCE.split(" ", 1)[0], MTP_QUANT_SOURCE.split(" ", 1)[1].strip("()"))]
+        if zero is not None:
+            ev.insert(0, Evidence(str(zero.get("source")), f"0 of {zero.get('drafted')} drafted tokens accepted"))
+        out.append(Finding(
+            id="pair.quantization.mtp-head", category=Category.QUANTIZATION,
+            severity=Severity.ERROR if zero is not None else Severity.INFO, confidence=0.8 if zero is not None else 0.35,
+            title=(f"MTP drafts are never accepted on a {t.quantization}-quantized checkpoint: its MTP layers are "
+                   "missing or built in the wrong format" if zero is not None else
+                   f"MTP on a {t.quantization}-quantized checkpoint: check that the export kept the MTP layers"),
+            evidence=tuple(ev),
+            fix=Fix("Quantize only the verifier and keep the MTP layers in the checkpoint (unquantized), or point the "
+                    "speculative config at the unquantized model's MTP weights:",
+                    ("--speculative-config '{\"method\": \"mtp\", \"model\": \"<unquantized checkpoint>\", "
+                     "\"num_speculative_tokens\": 1}'",)),
+            impact="MTP drafts that are accepted instead of wasted", impact_score=0.8 if zero is not None else 0.3,
+            data={"target_quantization": t.quantization, "zero_acceptance": zero is not None}))
     elif t.quantization or (d is not None and d.quantization):
         parts = [f"target {t.quantization or 'none'}"]
         if d is not None:

@@ -66,7 +66,10 @@ app.command("watch")(watch_cmd)
 
 
 def _err(msg: str) -> None:
-    print(f"spec-doctor: error: {msg}", file=sys.stderr)
+    from spec_doctor.engine.limits import clean
+
+    # One line, and no terminal escape sequences from a file name or an input's text.
+    print(f"spec-doctor: error: {clean(msg, keep_newlines=False, limit=1000)}", file=sys.stderr)
 
 
 ExcTypes = tuple[type[BaseException], ...]
@@ -86,12 +89,23 @@ def _click_exception_types() -> tuple[ExcTypes, ExcTypes, ExcTypes]:
     return pick("UsageError"), pick("ClickException"), pick("Abort")
 
 
+def _interrupted() -> None:
+    """Ctrl-C: say so and stop now. Worker threads may be waiting out a /metrics interval or a slow read;
+    joining them at interpreter exit would keep the user waiting, so the process ends here (exit 130)."""
+    _err("interrupted (Ctrl-C); no report written")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: maps every failure to one line on stderr and exit code 2."""
     debug = bool(os.environ.get("SPEC_DOCTOR_DEBUG"))
     usage_errors, click_errors, aborts = _click_exception_types()
     try:
         code = app(args=argv, prog_name="spec-doctor", standalone_mode=False)
+        if code == 130:  # typer turns a KeyboardInterrupt inside a command into Exit(130)
+            _interrupted()
     except InputError as exc:
         _err(str(exc))
         code = EXIT_CANNOT_ASSESS
@@ -100,11 +114,9 @@ def main(argv: list[str] | None = None) -> None:
         _err(" ".join(text.split()) or "usage error")
         code = EXIT_CANNOT_ASSESS
     except aborts:
-        _err("aborted")
-        code = 130
+        _interrupted()
     except KeyboardInterrupt:
-        _err("interrupted")
-        code = 130
+        _interrupted()
     except click_errors as exc:
         _err(" ".join(exc.format_message().split()))  # type: ignore[attr-defined]
         code = EXIT_CANNOT_ASSESS

@@ -10,18 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from spec_doctor.engine.facts import InputError
+from spec_doctor.engine.limits import MAX_COMMAND_BYTES, read_small_file, require_regular
 
 
 def check_file(path: str, what: str) -> None:
+    """One-line InputError unless ``path`` is a readable regular file ('-' is standard input). FIFOs and
+    devices are refused: reading /dev/zero or a pipe nobody writes to would never end."""
     if path == "-":
         return
-    p = Path(path)
-    if not p.exists():
-        raise InputError(f"{what} '{path}' does not exist")
-    if p.is_dir():
-        raise InputError(f"{what} '{path}' is a directory, expected a file")
-    if not os.access(p, os.R_OK):
-        raise InputError(f"{what} '{path}' is not readable (permission denied)")
+    require_regular(path, what)
 
 
 def busy(inputs: Any) -> contextlib.AbstractContextManager[Any]:
@@ -79,14 +76,14 @@ def use_vllm_python(python: str | None) -> None:
 def command_from(cmd: str | None, cmd_file: str | None) -> str | None:
     """The command line from --cmd or --cmd-file (one of them), with one-line errors."""
     if not cmd_file:
+        if cmd is not None and not cmd.strip():
+            raise InputError("--cmd is empty: give the `vllm serve ...` command line")
+        if cmd is not None and len(cmd) > MAX_COMMAND_BYTES:
+            raise InputError(f"--cmd is longer than {MAX_COMMAND_BYTES >> 10} KB; this is not a command line")
         return cmd
     if cmd:
         raise InputError("give either --cmd or --cmd-file, not both")
-    check_file(cmd_file, "command file")
-    try:
-        text = Path(cmd_file).read_text(encoding="utf-8", errors="replace").strip()
-    except OSError as exc:
-        raise InputError(f"cannot read command file '{cmd_file}': {exc.strerror or exc}") from None
+    text = read_small_file(cmd_file, "command file", cap=MAX_COMMAND_BYTES).strip()
     if not text:
         raise InputError(f"command file '{cmd_file}' is empty")
     return text

@@ -38,7 +38,15 @@ ServersOpt = Annotated[list[str], typer.Option(
                      "vllm:cache_config_info); --probe live uses the first.")]
 
 # -- the traffic -----------------------------------------------------------------------------------
-TemperatureOpt = Annotated[float | None, typer.Option("--temperature", help="Sampling temperature of the traffic.")]
+def _temperature(value: float | None) -> float | None:
+    """Temperatures are finite and >= 0 (vLLM's SamplingParams refuses a negative one; 0 is greedy)."""
+    from spec_doctor.engine.limits import finite_number
+
+    return None if value is None else finite_number(value, "--temperature", low=0.0, high=1e4)
+
+
+TemperatureOpt = Annotated[float | None, typer.Option("--temperature", help="Sampling temperature of the traffic.",
+                                                      callback=_temperature)]
 PromptsOpt = Annotated[str | None, typer.Option(
     "--prompts", help="Prompt file (JSONL or text); probe and tune also take a bundled set: chat|code|summarization.")]
 MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", help="New tokens per prompt (tune: per request, ignore_eos).")]

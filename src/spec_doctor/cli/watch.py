@@ -128,6 +128,7 @@ def _loop(watch: Any, *, live: bool, interval: float, check_every: float, durati
         view = Live(refresh_per_second=4, transient=False, redirect_stdout=False)
         view.start()
     next_check = watch.start
+    shown_notes: set[str] = set()
     try:
         while True:
             frame = watch.refresh()
@@ -142,6 +143,10 @@ def _loop(watch: Any, *, live: bool, interval: float, check_every: float, durati
                 view.update(render(frame, watch, interval=interval, check_every=check_every))
             else:
                 print(plain_line(frame), flush=True)
+                for note in frame.notes:
+                    if note not in shown_notes:
+                        shown_notes.add(note)
+                        print(f"NOTE {note}", flush=True)
                 for f in frame.new:
                     print(finding_line(f), flush=True)
             if last_round:

@@ -30,6 +30,12 @@ _KV_PAIR = re.compile(rb"(?:^|, )[a-z_][a-z0-9_]*=")
 _ARG_HINTS = (b"tensor_parallel_size=", b"speculative_model=", b"num_speculative_tokens=", b"max_num_seqs=",
               b"speculative_config=", b"gpu_memory_utilization=")
 _LOG_LINE_KINDS = (b"Namespace(", b"non-default args", b"with config:")
+_DUMP_STARTS_STR = ("non-default args: ", "Namespace(", "with config: ")
+_DUMP_STARTS = tuple(k.encode() for k in _DUMP_STARTS_STR)
+MULTILINE_DUMP_LINES = 400  # a pretty-printed dump longer than this is not read further
+# A vLLM command pasted into a log: at a line start, after a shell prompt, or after `Command:` / `cmd:`.
+_PASTED_CMD = re.compile(rb"(?:^|[$#>]\s|(?i:command|cmd)\s*[:=]\s*)\s*((?:[A-Z_][A-Z0-9_]*=\S+\s+)*"
+                         rb"(?:vllm serve\s|python3?\s+-m\s+vllm\.entrypoints\.))")
 # Point spec-doctor at the interpreter of the environment that runs vLLM (when it is not this one).
 VLLM_PYTHON_ENV = "SPEC_DOCTOR_VLLM_PYTHON"
 
@@ -38,18 +44,20 @@ def load_yaml_config(path: str) -> tuple[dict[str, Any], str]:
     """vLLM's YAML config file -> (mapping, text). InputError for unreadable / not-a-mapping files."""
     import yaml
 
-    try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise InputError(f"--config '{path}': cannot read ({exc.strerror or exc})") from None
+    from spec_doctor.engine.limits import bounded_nodes, read_small_file
+
+    text = read_small_file(path, "config file")
     try:
         data = yaml.safe_load(text)
+    except (RecursionError, ValueError) as exc:  # nesting too deep for the parser, a huge integer
+        raise InputError(f"--config '{path}': not a vLLM configuration ({type(exc).__name__})") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise InputError(f"--config '{path}': not valid YAML{where}") from None
     if data is None:
         data = {}
+    bounded_nodes(data, f"--config '{path}'")
     if not isinstance(data, dict):
         raise InputError(f"--config '{path}': expected a mapping of vLLM arguments (key: value), "
                          f"got a {type(data).__name__}")
@@ -79,14 +87,11 @@ def parse_given(cmd: str | None, config_path: str | None) -> ParsedCommand | Non
     return merged
 
 
-def namespace_fragments(paths: list[str]) -> list[dict[str, Any]]:
-    """Pieces of an `args: Namespace(...)` dump that lost their header: pasted logs wrap or split the
-    thousands-of-characters line, and the second half (where the speculative flags are) then looks like
-    `..., tensor_parallel_size=4, ..., speculative_model='...', ...` on its own. Only the first
-    FRAGMENT_SCAN_BYTES of each file are read (stdin is left to the log parser)."""
+def _heads(paths: list[str]) -> list[tuple[str, list[bytes]]]:
+    """(path, lines) of the first FRAGMENT_SCAN_BYTES of each log file (stdin is left to the log parser)."""
     from spec_doctor.parsers.logparse.reader import LogReadError, open_log
 
-    found: list[dict[str, Any]] = []
+    out = []
     for path in paths:
         if path == "-":
             continue
@@ -96,7 +101,17 @@ def namespace_fragments(paths: list[str]) -> list[dict[str, Any]]:
                 head = stream.read(FRAGMENT_SCAN_BYTES)
         except (LogReadError, OSError, EOFError):
             continue
-        for lineno, raw in enumerate(head.split(b"\n"), 1):
+        out.append((path, head.split(b"\n")))
+    return out
+
+
+def namespace_fragments(paths: list[str]) -> list[dict[str, Any]]:
+    """Pieces of an `args: Namespace(...)` dump that lost their header: pasted logs wrap or split the
+    thousands-of-characters line, and the second half (where the speculative flags are) then looks like
+    `..., tensor_parallel_size=4, ..., speculative_model='...', ...` on its own."""
+    found: list[dict[str, Any]] = []
+    for path, lines in _heads(paths):
+        for lineno, raw in enumerate(lines, 1):
             if not any(h in raw for h in _ARG_HINTS) or any(k in raw for k in _LOG_LINE_KINDS):
                 continue
             if len(_KV_PAIR.findall(raw)) >= 8:
@@ -105,7 +120,79 @@ def namespace_fragments(paths: list[str]) -> list[dict[str, Any]]:
     return found
 
 
-@provides("config.deployment")
+def _balance(text: str) -> int:
+    """Open brackets minus closed ones, outside string literals."""
+    from spec_doctor.parsers.confignorm import outside_quotes
+
+    depth = 0
+    for _, ch in outside_quotes(text):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+    return depth
+
+
+def multiline_dumps(paths: list[str]) -> dict[str, str]:
+    """Argument/config dumps spread over several lines (a reformatted paste, vLLM's multi-line records, a
+    pretty-printed dict): {"file:line" of the dump's first line: the joined payload}. Continuation lines that
+    carry a log header again (vLLM's NewLineFormatter) lose it."""
+    from spec_doctor.parsers.logparse.lines import parse_envelope, strip_ansi
+
+    out: dict[str, str] = {}
+    for path, lines in _heads(paths):
+        i = 0
+        while i < len(lines):
+            raw = lines[i]
+            if not any(k in raw for k in _DUMP_STARTS):
+                i += 1
+                continue
+            text = strip_ansi(raw.decode("utf-8", "replace").rstrip("\r"))
+            msg = parse_envelope(text).msg
+            start = next((msg.index(k) for k in _DUMP_STARTS_STR if k in msg), 0)
+            payload = msg[start:]
+            depth = _balance(payload)
+            if depth <= 0:
+                i += 1
+                continue
+            j = i + 1
+            parts = [payload]
+            while j < len(lines) and j - i <= MULTILINE_DUMP_LINES and depth > 0:
+                cont = parse_envelope(strip_ansi(lines[j].decode("utf-8", "replace").rstrip("\r"))).msg
+                parts.append(cont.strip())
+                depth += _balance(cont)
+                j += 1
+            if depth <= 0:
+                out[f"{path}:{i + 1}"] = " ".join(p for p in parts if p)
+            i = j
+    return out
+
+
+def pasted_command(paths: list[str]) -> tuple[ParsedCommand, str] | None:
+    """The first vLLM command line pasted into a log (`$ vllm serve ...`, `python -m vllm.entrypoints...`,
+    continued with `\\`), parsed like --cmd; None when there is none that parses."""
+    for path, lines in _heads(paths):
+        for lineno, raw in enumerate(lines, 1):
+            if not _PASTED_CMD.search(raw) or b"usage:" in raw or b"[-h]" in raw:
+                continue
+            text = raw.decode("utf-8", "replace").rstrip("\r")
+            m = _PASTED_CMD.search(raw)
+            assert m is not None
+            text = text[len(raw[:m.start(1)].decode("utf-8", "replace")):]
+            j = lineno
+            while text.rstrip().endswith("\\") and j < len(lines) and j - lineno < 60:
+                text = text.rstrip()[:-1] + " " + lines[j].decode("utf-8", "replace").strip()
+                j += 1
+            try:
+                parsed = parse_command(text)
+            except InputError:
+                continue
+            if parsed.args and len(parsed.args) > 1:
+                return parsed, f"{path}:{lineno}" + (f"-{j}" if j > lineno else "")
+    return None
+
+
+@provides("config.deployment", reads="the deployment config (--cmd / --cmd-file / --config)")
 def deployment(store: FactStore) -> DeploymentConfig:
     """The normalized deployment config (see module docstring)."""
     inputs = store.inputs
@@ -120,12 +207,27 @@ def deployment(store: FactStore) -> DeploymentConfig:
     log_cfg: DeploymentConfig | None = None
     if inputs.logs:
         lines = list(store.maybe("logs.config_lines") or [])
+        joined = multiline_dumps(inputs.logs)
+        if joined:
+            lines = [dict(c, text=_joined_payload(c, joined[c["source"]])) if c.get("source") in joined else c
+                     for c in lines]
+            known = {c.get("source") for c in lines}
+            for src, text in joined.items():
+                kind = _dump_kind(text)
+                if src not in known and kind:
+                    lines.append({"kind": kind, "text": _joined_payload({"kind": kind}, text), "source": src})
         log_cfg = from_log_lines(lines) if lines else None
         if log_cfg is None or log_cfg.speculative is None:
             fragments = namespace_fragments(inputs.logs)
             if fragments:
                 log_cfg = from_log_lines(lines + fragments) or log_cfg
+    if given is None and inputs.logs:
+        pasted = pasted_command(inputs.logs)
+        if pasted is not None:
+            given = from_parsed(pasted[0], origin="cmd", source=f"{pasted[1]} (command in the log)")
     cfg = given or log_cfg
+    if inputs.draft:
+        cfg = _with_draft(cfg, inputs.draft, inputs.target)
     if cfg is None:
         raise FactUnavailable("no deployment config (pass --cmd, --config, or a log with the `non-default args` "
                               "or engine-config line)")
@@ -135,6 +237,49 @@ def deployment(store: FactStore) -> DeploymentConfig:
     if inputs.temperature is not None:
         cfg.temperature = inputs.temperature
         cfg.sources["temperature"] = "--temperature"
+    return cfg
+
+
+def _dump_kind(text: str) -> str | None:
+    if text.startswith("non-default args: "):
+        return "non-default-args"
+    if text.startswith("Namespace("):
+        return "args"
+    if text.startswith("with config: "):
+        return "engine-config"
+    return None
+
+
+def _joined_payload(line: dict[str, Any], joined: str) -> str:
+    """The config line's payload, as the parser keeps it, from a dump joined over several lines."""
+    if line.get("kind") == "engine-config" and "with config: " in joined:
+        return joined.split("with config: ", 1)[1]
+    if line.get("kind") == "non-default-args" and joined.startswith("non-default args: "):
+        return joined[len("non-default args: "):]
+    return joined
+
+
+def _with_draft(cfg: DeploymentConfig | None, draft: str, target: str | None) -> DeploymentConfig:
+    """--draft says speculation is on (`ngram`, `mtp`, `eagle3:PATH`, a draft model): where no command line or
+    log shows a speculative config, it becomes one (source "--draft"), so the checks of the pair, the method
+    against the release and the gated signatures run."""
+    from spec_doctor.parsers.confignorm import build_spec
+    from spec_doctor.parsers.model_dir import parse_draft_arg
+
+    if cfg is not None and cfg.speculative is not None:
+        return cfg
+    if cfg is None:
+        cfg = DeploymentConfig(origin="draft", model=target)
+        if target:
+            cfg.args["model"] = target
+            cfg.sources["model"] = "--target"
+    d = parse_draft_arg(draft)
+    raw: dict[str, Any] = {}
+    if d.method:
+        raw["method"] = d.method
+    if d.model:
+        raw["model"] = d.model
+    cfg.speculative = build_spec(raw, source="--draft", legacy=False)
     return cfg
 
 

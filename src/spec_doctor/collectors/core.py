@@ -1,6 +1,16 @@
-"""Facts every check may rely on: which vLLM version the diagnosis is about."""
+"""Facts every check may rely on: which vLLM version the diagnosis is about, and whether speculation is on.
+
+`vllm.version`: declared (--vllm-version) > a --server's /version > printed in the log > the installed vLLM when it fits what the inputs
+show > the release range the inputs' shape points to (`vllm.version_range`: flags, V0/V1 module paths in
+tracebacks, the metrics-line and log-header formats). An inferred version is an `InferredVersion`: its `low`,
+`high` and `confidence` tell a check how sure the verdict can be.
+"""
 
 from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
@@ -12,10 +22,39 @@ def parse_version(text: str) -> Version:
     return Version(text.strip().lstrip("vV"))
 
 
+@dataclass(frozen=True)
+class InferredVersion(Sourced):
+    """A version no input states, inferred from the inputs' shape: `value` is the newest release in [low, high]."""
+
+    low: Version | None = None
+    high: Version | None = None
+    high_open: bool = False
+    confidence: float = 0.5
+    inferred: bool = True
+
+    def label(self) -> str:
+        lo = str(self.low) if self.low else "?"
+        hi = f"{self.high}+" if self.high_open else str(self.high) if self.high else "?"
+        return lo if lo == hi else f"{lo}-{hi}"
+
+
+def _stated(store: FactStore, fact: str, label: str | None) -> Sourced | None:
+    found = store.maybe(fact)
+    if found is None:
+        return None
+    text = found.get("version") if isinstance(found, dict) else getattr(found, "value", found)
+    source = found.get("source") if isinstance(found, dict) else getattr(found, "source", fact)
+    if not text:
+        return None
+    try:
+        return Sourced(parse_version(str(text)), label and f"{label} ({source})" or str(source))
+    except InvalidVersion:
+        return None
+
+
 @provides("vllm.version")
 def vllm_version(store: FactStore) -> Sourced:
-    """The vLLM version under diagnosis: declared (--vllm-version) > a --server's /version > the log's banner >
-    installed."""
+    """The vLLM version under diagnosis (see the module docstring for the order)."""
     declared = store.inputs.vllm_version
     if declared:
         try:
@@ -29,19 +68,98 @@ def vllm_version(store: FactStore) -> Sourced:
                 return Sourced(parse_version(one["version"]), one["version_source"])
             except InvalidVersion:
                 pass
-    for fact, label in (("logs.vllm_version", None), ("env.vllm_install", "installed")):
-        found = store.maybe(fact)
-        if found is None:
-            continue
-        text = found.get("version") if isinstance(found, dict) else getattr(found, "value", found)
-        source = found.get("source") if isinstance(found, dict) else getattr(found, "source", fact)
-        if not text:
-            continue
-        try:
-            return Sourced(parse_version(str(text)), label and f"{label} ({source})" or str(source))
-        except InvalidVersion:
-            continue
+    printed = _stated(store, "logs.vllm_version", None)
+    if printed is not None:
+        return printed
+    tagged = _image_tag(store)
+    if tagged is not None:
+        return tagged
+    rng = store.maybe("vllm.version_range")
+    installed = _stated(store, "env.vllm_install", "installed")
+    if installed is not None and (rng is None or rng.contains(installed.value)):
+        return installed
+    if rng is not None and rng.representative is not None:
+        where = "; ".join(o.where for o in rng.used[:3])
+        return InferredVersion(rng.representative, f"inferred from the inputs ({where}): vLLM {rng.label()}",
+                               rng.low, rng.high, rng.high_open, rng.confidence)
     raise FactUnavailable("vLLM version unknown (pass --vllm-version, a log with the banner, or install vLLM)")
+
+
+_SPEC_TEXT = re.compile(r"(?i)(?<![\w-])(spec(?:ulative)?[ _-]?decod\w*|speculative[ _](?:config|model|tokens?)|"
+                        r"num_speculative_tokens|drafter|draft model|eagle-?3?|deepseek_mtp|mtp (?:layer|module)s?|"
+                        r"ngram (?:proposer|speculat\w*)|suffix decoding|dflash)(?![\w-])")
+_IMAGE_TAG = re.compile(r"vllm[\w\-]*:v?(\d+\.\d+(?:\.\d+)?(?:\.post\d+)?)(?![\w.])")
+
+
+def _image_tag(store: FactStore) -> Sourced | None:
+    """`docker run vllm/vllm-openai:v0.9.2 ...` / a compose or Kubernetes `image:`: the tag is the release."""
+    dep = store.maybe("config.deployment")
+    for text in (getattr(dep, "program", None) or "", getattr(dep, "raw_text", None) or ""):
+        m = _IMAGE_TAG.search(text)
+        if m:
+            try:
+                return Sourced(parse_version(m.group(1)), f"the image tag in --cmd ({m.group(0)})")
+            except InvalidVersion:
+                continue
+    return None
+
+
+def _unrecognized_in_log(store: FactStore) -> bool:
+    """The log shows vLLM rejecting arguments: flags typed then say nothing about the release."""
+    for f in store.maybe("logs.events") or []:
+        if any("unrecognized argument" in e["text"] or "unexpected keyword" in e["text"] for e in f["events"]):
+            return True
+        if any("unrecognized argument" in (t["exc_msg"] or "") for t in f["tracebacks"]):
+            return True
+    return False
+
+
+def era_observations(store: FactStore) -> list[Any]:
+    """Every era signal the inputs show (knowledge/eras.py)."""
+    from spec_doctor.knowledge.eras import observe, observe_flag
+    from spec_doctor.parsers.confignorm import parse_log_payload
+
+    obs: list[Any] = []
+    for lf in store.maybe("logs.files") or []:
+        if getattr(lf, "error", None):
+            continue
+        for tb in lf.ev.tracebacks:
+            for fr in tb.frames:
+                if fr.in_vllm:
+                    obs += observe("module", fr.module, f"{lf.display}:{tb.line}")
+        for s in lf.streams.values():
+            for fmt in sorted(s.spec_formats):
+                obs += observe("spec-format", fmt, s.lines_range())
+            for fmt in sorted(s.stats_formats):
+                obs += observe("stats-format", fmt, s.lines_range())
+        for style, line in lf.header_styles.items():
+            obs += observe("header", style, f"{lf.display}:{line}")
+        for line, text in lf.era_texts:
+            obs += observe("text", text, f"{lf.display}:{line}")
+        for c in lf.config_lines:
+            if c.get("kind") in ("non-default-args", "args"):
+                for key in parse_log_payload(c["text"]):
+                    obs += observe("dump-key", key, c["source"])
+    dep = store.maybe("config.deployment")
+    if dep is not None and getattr(dep, "origin", None) in ("cmd", "yaml") and not _unrecognized_in_log(store):
+        for dest, written in (getattr(dep, "written", None) or {}).items():
+            name = written.split(".", 1)[0]
+            if name.startswith("-"):
+                o = observe_flag(name if name.startswith("--") else name, dep.source_of(dest))
+                if o is not None:
+                    obs.append(o)
+    return obs
+
+
+@provides("vllm.version_range")
+def version_range(store: FactStore) -> Any:
+    """The release range the inputs point to (knowledge.eras.ReleaseRange), from what they show, not state."""
+    from spec_doctor.knowledge.eras import infer_range
+
+    rng = infer_range(era_observations(store))
+    if rng is None:
+        raise FactUnavailable("nothing in the inputs points to a vLLM release range")
+    return rng
 
 
 # Facts that summarise an area with numbers worth showing, comparing and plotting. Each becomes
@@ -91,9 +209,16 @@ def spec_evidence(store: FactStore) -> dict:
     for w in store.maybe("metrics.deltas") or []:
         if any(d.has_spec_counters and (d.num_drafts or 0) > 0 for d in w.engines.values()):
             sources.append(f"{w.window_label}: spec-decode counters")
+    for lf in store.maybe("logs.files") or []:
+        if not getattr(lf, "error", None) and "drafter_loading" in lf.startup:
+            sources.append(lf.startup["drafter_loading"].source)
     for f in store.maybe("logs.events") or []:
         sources += [e["source"] for e in f["events"]
                     if e["template"] and e["template"]["spec_related"] and e["template"]["category"] != "none"][:2]
+        # A warning or error whose own text is about speculation (`... with spec-decode`, `EAGLE ...`,
+        # `num_speculative_tokens ...`) comes only from an engine that was asked to speculate.
+        sources += [e["source"] for e in f["events"] if _SPEC_TEXT.search(e["text"])
+                    and "speculative_config=None" not in e["text"]][:2]
         sources += [t["source"] for t in f["tracebacks"]
                     if any("spec_decode" in m or "proposer" in m for m in t["modules"])][:1]
     if sources:

@@ -15,9 +15,13 @@ Facts:
 from __future__ import annotations
 
 import os
+import sys
+import time
+from collections.abc import Callable
 from typing import Any
 
 from spec_doctor.engine.facts import FactStore, FactUnavailable, InputError, Sourced, provides
+from spec_doctor.engine.limits import clean
 
 
 def _display_names(paths: list[str]) -> dict[str, str]:
@@ -25,7 +29,7 @@ def _display_names(paths: list[str]) -> dict[str, str]:
     return {p: ("<stdin>" if p == "-" else p) for p in paths}
 
 
-@provides("logs.files")
+@provides("logs.files", reads="--log")
 def log_files(store: FactStore) -> list:
     from spec_doctor.parsers.logparse import LogFile, LogReadError, parse_log
 
@@ -35,6 +39,8 @@ def log_files(store: FactStore) -> list:
     names = _display_names(paths)
     out: list = []
     problems: list[str] = []
+    # Reading all logs ends before the checks waiting on them time out (--timeout), with what was read so far.
+    deadline = time.monotonic() + READ_SHARE_OF_TIMEOUT * store.inputs.timeout_s
     for path in paths:
         if path != "-":
             if os.path.isdir(path):
@@ -44,7 +50,7 @@ def log_files(store: FactStore) -> list:
             if not os.access(path, os.R_OK):
                 raise InputError(f"log file '{path}' is not readable (permission denied)")
         try:
-            lf = parse_log(path, names[path])
+            lf = parse_log(path, names[path], deadline=deadline, progress=_progress_line(names[path]))
         except LogReadError as exc:
             lf = LogFile(path=path, display=names[path])
             lf.error = str(exc)
@@ -57,7 +63,49 @@ def log_files(store: FactStore) -> list:
         out.append(lf)
     if problems and len(problems) == len(out) and not _others_given(store):
         raise InputError(problems[0] if len(problems) == 1 else f"{problems[0]} (and {len(problems) - 1} more)")
+    merge_same_server(usable(out))
     return out
+
+
+# The share of --timeout that reading the logs may take; the checks that need them still have time to run.
+READ_SHARE_OF_TIMEOUT = 0.8
+
+
+def _progress_line(name: str) -> Callable[[int], None]:
+    """A progress line on stderr for big inputs (called by the reader every few seconds)."""
+    size = os.path.getsize(name) if name != "<stdin>" and os.path.isfile(name) else 0
+
+    def show(done: int) -> None:
+        share = f" ({min(done / size, 1.0):.0%} of the file)" if size and not _is_gz(name) else ""
+        print(f"spec-doctor: reading {clean(name)}: {done / 2**20:,.0f} MB{share}", file=sys.stderr, flush=True)
+    return show
+
+
+def _is_gz(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(2) == b"\x1f\x8b"
+    except OSError:
+        return False
+
+
+def merge_same_server(files: list) -> None:
+    """Several --log files that are excerpts of one server (LogFile.same_server) become one server: the later
+    excerpt's streams continue the earlier one's, so the checks see one run, not two servers."""
+    def start(lf: Any) -> float:
+        span = lf.time_span()
+        return span[0] if span is not None else float("inf")
+
+    ordered = sorted(files, key=start)
+    for i, later in enumerate(ordered):
+        for earlier in ordered[:i]:
+            if earlier.merged_into is not None:
+                continue
+            why = earlier.same_server(later)
+            if why and earlier.absorb(later):
+                earlier.merged_from.append((later.display, why))
+                later.merged_into = (earlier.display, why)
+                break
 
 
 def _others_given(store: FactStore) -> bool:

@@ -63,7 +63,7 @@ def _scrape_all(urls: list[str], timeout: float) -> list[MetricsSnapshot | str]:
         return list(pool.map(one, urls))
 
 
-@provides("metrics.scrapes")
+@provides("metrics.scrapes", reads="--metrics-url / --metrics-file")
 def metrics_scrapes(store: FactStore) -> list[ScrapePair]:
     inputs = store.inputs
     urls, files = list(inputs.metrics_urls), list(inputs.metrics_baseline)

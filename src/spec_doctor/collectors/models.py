@@ -10,24 +10,23 @@ low confidence.
 
 from __future__ import annotations
 
-import re
-
 from spec_doctor.engine.facts import FactStore, FactUnavailable, provides
 from spec_doctor.knowledge.models import MODEL_FREE, method_family
-from spec_doctor.parsers.model_dir import DraftSpec, ModelInfo, PairInfo, build_pair, load_model_info
+from spec_doctor.parsers.model_dir import (
+    DraftSpec,
+    ModelInfo,
+    PairInfo,
+    build_pair,
+    load_model_info,
+    parse_draft_arg,
+)
 
 
 def draft_spec(store: FactStore) -> DraftSpec | None:
     """What drafts: --draft (a model, a method name, or 'method:model') else the deployment config."""
     given = store.inputs.draft
     if given:
-        text = given.strip()
-        head, sep, rest = text.partition(":")
-        if sep and method_family(head) and rest and not re.match(r"^[A-Za-z]:[\\/]", text):
-            return DraftSpec(head.lower(), rest, "--draft")
-        if method_family(text):
-            return DraftSpec(text.lower(), None, "--draft")
-        return DraftSpec(None, text, "--draft")
+        return parse_draft_arg(given)
     dep = store.maybe("config.deployment")
     spec = getattr(dep, "speculative", None)
     if spec is None:
@@ -50,7 +49,7 @@ def target_ref(store: FactStore) -> tuple[str, str] | None:
 
 
 # --------------------------------------------------------------------------------------- facts
-@provides("models.target")
+@provides("models.target", reads="--target")
 def models_target(store: FactStore) -> ModelInfo:
     """The target model (ModelInfo) from --target or the deployment's model."""
     ref = target_ref(store)
@@ -59,7 +58,7 @@ def models_target(store: FactStore) -> ModelInfo:
     return load_model_info("target", ref[0], ref[1], store.inputs.allow_download)
 
 
-@provides("models.draft")
+@provides("models.draft", reads="--draft")
 def models_draft(store: FactStore) -> ModelInfo:
     """The separate draft model (ModelInfo) from --draft or the deployment's speculative config."""
     spec = draft_spec(store)

@@ -46,11 +46,14 @@ class Sourced:
     source: str
 
 
-def provides(name: str) -> Callable[[Provider], Provider]:
-    """Mark a function as the provider of fact ``name``."""
+def provides(name: str, *, reads: str | None = None) -> Callable[[Provider], Provider]:
+    """Mark a function as the provider of fact ``name``. ``reads`` names the user input it parses (e.g.
+    "--cmd / --config"): when such a provider fails unexpectedly (deep nesting, a huge number, out of memory),
+    the input is at fault, not the tool, and the failure is a one-line input error rather than a skipped check."""
 
     def mark(fn: Provider) -> Provider:
         fn.__spec_doctor_fact__ = name  # type: ignore[attr-defined]
+        fn.__spec_doctor_reads__ = reads  # type: ignore[attr-defined]
         return fn
 
     return mark
@@ -123,8 +126,12 @@ class FactStore:
                         slot.error = str(exc) or f"fact '{name}' is not available"
                     except InputError as exc:
                         slot.input_error = exc
-                    except Exception as exc:  # a broken collector must not stop other checks
-                        slot.error = f"collecting '{name}' failed: {type(exc).__name__}: {_one_line(exc)}"
+                    except (Exception, MemoryError, RecursionError) as exc:  # must not stop other checks
+                        reads = getattr(provider, "__spec_doctor_reads__", None)
+                        if reads:
+                            slot.input_error = InputError(f"{reads}: cannot be read ({_input_fault(exc)})")
+                        else:
+                            slot.error = f"collecting '{name}' failed: {type(exc).__name__}: {_one_line(exc)}"
                 slot.duration_s = time.perf_counter() - start
                 slot.done = True
             if slot.input_error is not None:
@@ -149,6 +156,16 @@ class FactStore:
                 out[name] = {"available": reason is None, "reason": reason,
                              "duration_s": round(slot.duration_s, 4)}
         return out
+
+
+def _input_fault(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if isinstance(exc, MemoryError):
+        return "too large to hold in memory"
+    if isinstance(exc, ValueError) and "digits" in str(exc):
+        return "a number with thousands of digits"
+    return f"{type(exc).__name__}: {_one_line(exc)[:160]}"
 
 
 def _one_line(exc: BaseException) -> str:

@@ -279,3 +279,44 @@ def summarize_counters(num_drafts: float, num_draft_tokens: float, num_accepted_
                        accepted_per_pos: Iterable[float] = ()) -> CounterSummary:
     return CounterSummary(float(num_drafts), float(num_draft_tokens), float(num_accepted_tokens),
                           tuple(float(a) for a in accepted_per_pos))
+
+
+# -- evidence strength ----------------------------------------------------------------------------------------
+def zero_tail(survival: Sequence[float], drafts: float) -> tuple[int, float] | None:
+    """A survival curve that is exactly 0 from some position on, judged by how unlikely those zeros are.
+
+    Returns (m, p): m = the number of working positions (every later one is 0.000), p = the chance of no accept
+    at position m+1 from a drafter that works, given the curve's decay: the drafts that reached position m
+    (drafts * s_m) each accept position m+1 with the conditional rate a = s_m / s_(m-1) halved (deeper positions
+    accept less; the halving keeps the estimate conservative), so p = (1 - a)^(drafts * s_m). None when the curve
+    does not end in zeros after a working position."""
+    if len(survival) < 2 or survival[-1] > 0.0 or drafts <= 0:
+        return None
+    m = max((i + 1 for i, s in enumerate(survival) if s > 0.0), default=0)
+    if m == 0 or any(s > 0.0 for s in survival[m:]):
+        return None
+    s_m = survival[m - 1]
+    prev = survival[m - 2] if m >= 2 else 1.0
+    a = 0.5 * (s_m / prev if prev > 0 else 0.0)
+    reached = drafts * s_m
+    if a <= 0.0 or reached <= 0:
+        return None
+    log_p = reached * math.log1p(-min(a, 0.999999))
+    return m, math.exp(max(log_p, -745.0))
+
+
+def evidence_confidence(base: float, n: float, n_full: float, *, floor: float = 0.3, cap: float = 0.95) -> float:
+    """A finding's confidence grown with the size of its sample: `base` at n = n_full, less below (as the
+    binomial standard error grows with 1/sqrt(n)), up to `cap` for samples far above it."""
+    if n <= 0 or n_full <= 0:
+        return floor
+    ratio = n / n_full
+    conf = base * min(1.0, math.sqrt(ratio)) if ratio < 1 else base + (cap - base) * (1 - 1 / math.sqrt(ratio))
+    return round(max(floor, min(cap, conf)), 3)
+
+
+def chance_confidence(p: float, *, base: float = 0.6, cap: float = 0.92) -> float:
+    """Confidence that an observation is not chance, from its probability p under 'nothing is wrong'."""
+    if p <= 0:
+        return cap
+    return round(min(cap, base + 0.04 * max(0.0, -math.log10(p) - 4)), 3)

@@ -24,6 +24,7 @@ class CrashSite:
     message: re.Pattern[str] | None
     site: re.Pattern[str] | None
     any_frame: re.Pattern[str] | None
+    requires: str | None = None  # a deployment trait the row needs ("quantized": quantized target or KV cache)
 
 
 @lru_cache(maxsize=1)
@@ -33,17 +34,20 @@ def crash_sites() -> tuple[CrashSite, ...]:
 
     return tuple(CrashSite(r["id"], r["category"], r["title"], r["fix"], tuple(r.get("commands", ())), r["source"],
                            float(r.get("confidence", 0.75)), r.get("spec"), rx(r, "exception"), rx(r, "message"),
-                           rx(r, "site"), rx(r, "any_frame"))
+                           rx(r, "site"), rx(r, "any_frame"), r.get("requires"))
                  for r in load("crash_sites.toml")["site"])
 
 
 def classify(exc_type: str | None, message: str | None, site_module: str | None, modules: list[str],
-             spec_on: bool) -> CrashSite | None:
-    """The first crash-site row that matches this traceback (None: nothing in vLLM's frames says anything)."""
+             spec_on: bool, traits: frozenset[str] = frozenset()) -> CrashSite | None:
+    """The first crash-site row that matches this traceback (None: nothing in vLLM's frames says anything).
+    `traits`: what the deployment is known to be ("quantized"), for rows that need it."""
     short = (exc_type or "").rsplit(".", 1)[-1]
     msg = message or ""
     for row in crash_sites():
         if row.spec is True and not spec_on:
+            continue
+        if row.requires and row.requires not in traits:
             continue
         if row.exception and not row.exception.search(short):
             continue

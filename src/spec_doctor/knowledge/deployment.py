@@ -53,6 +53,9 @@ class DeploymentConfig:
     written: dict[str, str] = field(default_factory=dict)  # arg name -> flag as written ("-tp", "--x.y")
     # Where --cmd / --config and the log disagree: [{"key", "given", "log", "log_source"}].
     conflicts: list[dict[str, Any]] = field(default_factory=list)
+    # JSON-valued arguments vLLM's json.loads would reject, read anyway (parsers/cmdline.parse_json_value):
+    # argument name -> the JSON error
+    malformed: dict[str, str] = field(default_factory=dict)
     # Other configurations seen (e.g. the log's, when --cmd wins), for reference.
     alternates: list[DeploymentConfig] = field(default_factory=list)
 

@@ -380,7 +380,11 @@ class Watch:
     # -- one refresh -------------------------------------------------------------------------
     def refresh(self) -> Frame:
         for t in self.tails:
+            before = t.restarts
             t.poll()
+            if t.restarts > before:  # logrotate (a new file under the name) or truncation
+                self.notes.append(f"log {t.display} was rotated or truncated at {self.clock() - self.start:.0f} s: "
+                                  f"reading the new file from its start; findings already reported are not repeated")
         if len(self.pollers) > 1:  # several servers: scrape them at once
             import concurrent.futures as cf
 

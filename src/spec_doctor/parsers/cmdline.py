@@ -126,10 +126,18 @@ def _find_program(seg: list[str]) -> tuple[str, dict[str, str], list[str], str |
     if head == "vllm" and len(rest) >= 2 and rest[1] == "serve":
         argv = rest[2:]
         model = None
-        if argv and not argv[0].startswith("-"):
+        if argv and not argv[0].startswith("-") and not _ELIDED.match(argv[0]):
             model, argv = argv[0], argv[1:]
         return "vllm serve", env, argv, model
+    if head == "vllm" and len(rest) >= 2 and not rest[1].startswith("-"):
+        # `vllm bench latency|throughput ...` (engine arguments in-process), `vllm bench serve` (a client with
+        # --model), `vllm run-batch ...`: the flags are read the same way.
+        words = 3 if rest[1] == "bench" and len(rest) >= 3 and not rest[2].startswith("-") else 2
+        return "vllm " + " ".join(rest[1:words]), env, rest[words:], None
     if re.match(r"^python(\d+(\.\d+)*)?$", head):
+        if len(rest) >= 3 and rest[1].endswith(".py") and any(t.startswith("--") for t in rest[2:]):
+            # A script (vLLM's examples/benchmarks, or the user's) that takes engine arguments on its command line.
+            return f"python {rest[1]}", env, rest[2:], None
         for j, tok in enumerate(rest):
             if tok == "-m" and j + 1 < len(rest):
                 mod = rest[j + 1]
@@ -138,7 +146,7 @@ def _find_program(seg: list[str]) -> tuple[str, dict[str, str], list[str], str |
                 if mod == "vllm.entrypoints.cli.main" and j + 2 < len(rest) and rest[j + 2] == "serve":
                     argv = rest[j + 3:]
                     model = None
-                    if argv and not argv[0].startswith("-"):
+                    if argv and not argv[0].startswith("-") and not _ELIDED.match(argv[0]):
                         model, argv = argv[0], argv[1:]
                     return "vllm serve", env, argv, model
         return None
@@ -152,13 +160,162 @@ def _find_program(seg: list[str]) -> tuple[str, dict[str, str], list[str], str |
     return None
 
 
+# The Python API: `LLM(model=..., speculative_config={...})`, `EngineArgs(...)`, `AsyncEngineArgs(...)`.
+_API_CALLS = ("LLM", "EngineArgs", "AsyncEngineArgs")
+_API_CALL = re.compile(r"(?<![\w.])(?:vllm\.)?(?:" + "|".join(_API_CALLS) + r")\s*\(")
+# Keys under which docker-compose and Kubernetes manifests keep a container's command line.
+_MANIFEST_KEYS = ("entrypoint", "command", "args")
+
+
+def _literal(node: ast.AST) -> Any:
+    """A keyword value of the Python call: a literal, else its source text (a variable, an expression)."""
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return ast.unparse(node)
+
+
+def python_api_argv(text: str) -> tuple[str, list[str], str | None] | None:
+    """`LLM(model="m", speculative_config={...}, tensor_parallel_size=2)` -> (program, argv, model), read with
+    `ast` (never executed); None when the text holds no such call. Values that are not literals (variables)
+    are kept as their source text."""
+    m = _API_CALL.search(text)
+    if m is None:
+        return None
+    tree = None
+    # Parse from the call on; a paste may carry unrelated code around it, so try the call alone first.
+    start = m.start()
+    depth, end = 0, len(text)
+    quote: str | None = None
+    for i in range(m.end() - 1, len(text)):
+        ch = text[i]
+        if quote:
+            if ch == quote and text[i - 1] != "\\":
+                quote = None
+            continue
+        if ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                end = i + 1
+                break
+    for candidate in (text[start:end], text):
+        try:
+            tree = ast.parse(candidate.strip())
+            break
+        except SyntaxError:
+            continue
+    if tree is None:
+        raise InputError("--cmd: a Python vLLM call (LLM(...)) that Python cannot parse; check the brackets")
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        if name not in _API_CALLS:
+            continue
+        argv: list[str] = []
+        model = None
+        if node.args:
+            first = _literal(node.args[0])
+            model = first if isinstance(first, str) else None
+        for kw in node.keywords:
+            if kw.arg is None:
+                continue  # **kwargs: not readable without running the code
+            value = _literal(kw.value)
+            flag = "--" + kw.arg.replace("_", "-")
+            if value is True:
+                argv.append(flag)
+            elif value is False:
+                argv.append("--no-" + flag[2:])
+            elif value is None:
+                continue
+            elif isinstance(value, (dict, list)):
+                argv += [flag, json.dumps(value)]
+            else:
+                argv += [flag, str(value)]
+        return f"python {name}(...)", argv, model
+    return None
+
+
+def manifest_argv(text: str) -> tuple[list[str], dict[str, str], str | None] | None:
+    """A docker-compose service or Kubernetes container spec (YAML/JSON) -> (argv, env, image) of its command
+    line: `entrypoint` + `command` + `args`, each a list or a string; None when the text is no such manifest."""
+    if "\n" not in text.strip() and not text.lstrip().startswith(("[", "{")):
+        return None
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    if isinstance(data, list) and all(isinstance(x, (str, int, float)) for x in data):
+        return [str(x) for x in data], {}, None
+    found: list[tuple[list[str], dict[str, str], str | None]] = []
+
+    def words(value: Any) -> list[str]:
+        if isinstance(value, list):
+            return [str(x) for x in value if isinstance(x, (str, int, float, bool))]
+        if isinstance(value, str):
+            return tokenize(value)
+        return []
+
+    def env_of(node: dict) -> dict[str, str]:
+        env = node.get("env") or node.get("environment")
+        if isinstance(env, list):
+            out = {}
+            for item in env:
+                if isinstance(item, dict) and "name" in item:
+                    out[str(item["name"])] = str(item.get("value", ""))
+                elif isinstance(item, str) and "=" in item:
+                    k, _, v = item.partition("=")
+                    out[k] = v
+            return out
+        return {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
+
+    def walk(node: Any, depth: int = 0) -> None:
+        if depth > 12:
+            return
+        if isinstance(node, dict):
+            parts = [w for key in _MANIFEST_KEYS for w in words(node.get(key))]
+            if parts and any("vllm" in p or p.startswith("--") for p in parts):
+                image = node.get("image")
+                found.append((parts, env_of(node), image if isinstance(image, str) else None))
+                return
+            for v in node.values():
+                walk(v, depth + 1)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, depth + 1)
+
+    walk(data)
+    return found[0] if found else None
+
+
 def split_command(text: str) -> tuple[str, dict[str, str], list[str], str | None]:
     """Find the vLLM invocation in a command line: (program, env, argv, positional model).
 
+    Besides shell command lines this reads the Python API (`LLM(model=..., speculative_config={...})`, parsed
+    with `ast`, never run) and docker-compose / Kubernetes manifests (their command/args lists).
     Raises InputError when the text is not a vLLM command line.
     """
     if not text or not text.strip():
         raise InputError("--cmd is empty")
+    api = python_api_argv(text) if "(" in text and not re.search(r"(^|\s)(vllm\s+serve|-m\s+vllm)\b", text) else None
+    if api is not None:
+        program, argv, model = api
+        return program, {}, argv, model
+    manifest = manifest_argv(text)
+    if manifest is not None:
+        argv, env, image = manifest
+        found = _find_program(argv)
+        if found:
+            prog, env2, rest, model = found
+            return prog, {**env, **env2}, rest, model
+        if argv and argv[0].startswith("-"):
+            return (f"docker {image}" if image else "flags only"), env, argv, None
     tokens = tokenize(text)
     segs = _segments(tokens)
     for seg in segs:
@@ -190,9 +347,34 @@ def coerce(text: str) -> Any:
     return text
 
 
+_ELIDED = re.compile(r"^(?:\.{3,}|…|<[\w\- ]+>)$")
+MALFORMED_KEY = "__malformed__"  # set in a salvaged JSON value: why vLLM's json.loads would reject it
+_ELLIPSIS = re.compile(r",?\s*(?:\.\.\.|…)\s*(?=[,}\]])|(?<=[{\[,])\s*(?:\.\.\.|…)\s*,?")
+_TRAILING_COMMA = re.compile(r",\s*(?=[}\]])")
+
+
+def _salvage(text: str) -> Any:
+    """What a JSON value that json.loads rejects was meant to say: elisions (`...`) and trailing commas dropped,
+    then read as a YAML flow mapping (which also takes the unquoted keys and values left when a paste lost the
+    quotes: `{method: ngram, num_speculative_tokens: 3}`). None when even that fails."""
+    import yaml
+
+    cleaned = _TRAILING_COMMA.sub("", _ELLIPSIS.sub("", text))
+    for candidate in (cleaned, cleaned.replace(":", ": ")):
+        try:
+            value = yaml.safe_load(candidate)
+        except yaml.YAMLError:
+            continue
+        if isinstance(value, (dict, list)) and value:
+            return value
+    return None
+
+
 def parse_json_value(flag: str, text: Any) -> Any:
     """Parse a JSON-valued flag (`--speculative-config '{...}'`). Accepts a Python dict literal too
-    (vLLM 0.8.2 used ast.literal_eval). Raises InputError with the position of the JSON error."""
+    (vLLM 0.8.2 used ast.literal_eval). A value json.loads rejects but whose meaning is clear (elided `...`,
+    quotes lost in a paste) is salvaged and carries MALFORMED_KEY with the JSON error; InputError only when
+    nothing can be read."""
     if not isinstance(text, str):
         return text
     stripped = text.strip()
@@ -207,7 +389,22 @@ def parse_json_value(flag: str, text: Any) -> Any:
                 return value
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             pass
-        raise InputError(f"{flag}: malformed JSON ({exc.msg} at column {exc.colno}): {stripped[:120]}") from None
+        why = f"{flag}: malformed JSON ({exc.msg} at column {exc.colno}): {stripped[:120]}"
+        try:  # only elided in the report (`{"method": "ngram", ...}`): the command itself was fine
+            elided = json.loads(_TRAILING_COMMA.sub("", _ELLIPSIS.sub("", stripped)))
+            if isinstance(elided, (dict, list)):
+                return elided
+        except json.JSONDecodeError:
+            pass
+        salvaged = _salvage(stripped)
+        if isinstance(salvaged, dict):
+            salvaged[MALFORMED_KEY] = why
+            return salvaged
+        raise InputError(why) from None
+
+
+def _bracket_depth(text: str) -> int:
+    return sum(text.count(c) for c in "{[") - sum(text.count(c) for c in "}]")
 
 
 def _set_dotted(target: dict[str, Any], path: list[str], value: Any) -> None:
@@ -247,6 +444,8 @@ def parse_argv(argv: list[str], *, program: str = "flags only", model: str | Non
         if tok == "--":
             out.positional.extend(argv[i:])
             break
+        if _ELIDED.match(tok):
+            continue  # `vllm serve ... --flag` as pasted in a report: an elision, not an argument
         if not tok.startswith("-") or _NUMBER.match(tok):
             if program == "vllm serve" and out.model is None:
                 out.model = tok
@@ -276,6 +475,12 @@ def parse_argv(argv: list[str], *, program: str = "flags only", model: str | Non
             elif takes_next:
                 value, has_value = nxt, True
                 i += 1
+                if flag in jsons and isinstance(value, str) and value.lstrip().startswith(("{", "[")):
+                    # `--speculative-config {"method": "mtp", "k": 3}` without shell quotes: the shell split it
+                    # (and ate the double quotes); rejoin the words up to the closing bracket.
+                    while _bracket_depth(value) > 0 and i < len(argv) and not argv[i].startswith("--"):
+                        value += " " + argv[i]
+                        i += 1
         dest = dest_of(flag)
         out.written.setdefault(dest, name if subpath else base)
         if negated:

@@ -14,7 +14,7 @@ from typing import Any
 
 from spec_doctor.knowledge.deployment import DeploymentConfig, SpecConfig
 from spec_doctor.knowledge.specdata import infer_method, legacy_spec_flags
-from spec_doctor.parsers.cmdline import ParsedCommand, coerce, parse_json_value
+from spec_doctor.parsers.cmdline import MALFORMED_KEY, ParsedCommand, coerce, parse_json_value
 
 _SPEC_INT_KEYS = ("num_speculative_tokens", "draft_tensor_parallel_size", "disable_by_batch_size",
                   "prompt_lookup_max", "prompt_lookup_min", "max_model_len")
@@ -22,7 +22,7 @@ _SPEC_INT_KEYS = ("num_speculative_tokens", "draft_tensor_parallel_size", "disab
 
 # -- tolerant repr parsing ------------------------------------------------------------------------
 
-def _outside_quotes(text: str, start: int = 0) -> Iterable[tuple[int, str]]:
+def outside_quotes(text: str, start: int = 0) -> Iterable[tuple[int, str]]:
     """(index, char) of the characters of a Python repr that are not inside a string literal."""
     quote: str | None = None
     i = start
@@ -46,7 +46,7 @@ def _split_top(text: str, sep: str = ",") -> list[str]:
     items: list[str] = []
     depth = 0
     start = 0
-    for i, ch in _outside_quotes(text):
+    for i, ch in outside_quotes(text):
         if ch in "([{":
             depth += 1
         elif ch in ")]}":
@@ -62,7 +62,7 @@ def _closing(text: str, open_at: int) -> int:
     """Index of the bracket closing the one at open_at, or len(text) when the text is cut off."""
     pairs = {"(": ")", "[": "]", "{": "}"}
     stack: list[str] = []
-    for i, ch in _outside_quotes(text, open_at):
+    for i, ch in outside_quotes(text, open_at):
         if ch in pairs:
             stack.append(pairs[ch])
         elif stack and ch == stack[-1]:
@@ -115,7 +115,10 @@ def parse_dict_repr(text: str) -> dict[str, Any]:
     end = _closing(text, 0) if text.startswith("{") else len(text)
     body = text[1:end] if text.startswith("{") else text
     out: dict[str, Any] = {}
-    for item in _split_top(body):
+    items = _split_top(body)
+    if end >= len(text) and items:
+        items = items[:-1]  # the dump was cut off: its last value is incomplete ('/home/user/ai...)
+    for item in items:
         key, colon, value = item.partition(":")
         if not colon:
             continue
@@ -138,7 +141,12 @@ def parse_log_payload(text: str) -> dict[str, Any]:
     if t.startswith("{"):
         return parse_dict_repr(t)
     if t.startswith("Namespace("):
-        return parse_kwargs(t[len("Namespace("):_closing(t, len("Namespace"))])
+        end = _closing(t, len("Namespace"))
+        body = t[len("Namespace("):end]
+        if end >= len(t):  # cut off: drop the incomplete last value
+            commas = [i for i, ch in outside_quotes(body) if ch == ","]
+            body = body[:commas[-1]] if commas else ""
+        return parse_kwargs(body)
     if "with config:" in t:
         t = t.split("with config:", 1)[1]
     return parse_kwargs(t)
@@ -151,7 +159,7 @@ def _to_int(value: Any) -> int | None:
         return None
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # None, "five", NaN, Infinity
         return None
 
 
@@ -211,6 +219,11 @@ def normalize(args: dict[str, Any], *, origin: str, source: str, written: dict[s
         modern = parse_json_value("--speculative-config", modern)
     modern_raw: dict[str, Any] = dict(modern) if isinstance(modern, dict) else {}
     modern_raw.pop("__type__", None)
+    for key, value in list(cfg.args.items()):
+        if isinstance(value, dict) and MALFORMED_KEY in value:
+            cfg.malformed[key] = str(value[MALFORMED_KEY])
+            cfg.args[key] = {k: v for k, v in value.items() if k != MALFORMED_KEY}
+    modern_raw.pop(MALFORMED_KEY, None)
     for flag_dest, key in (("spec_method", "method"), ("spec_model", "model"), ("spec_tokens",
                                                                                   "num_speculative_tokens")):
         if args.get(flag_dest) is not None:

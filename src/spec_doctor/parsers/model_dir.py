@@ -44,6 +44,20 @@ class DraftSpec:
     source: str
 
 
+def parse_draft_arg(text: str, source: str = "--draft") -> DraftSpec:
+    """`--draft` as users give it: a model (path or hub id), a method (`ngram`, `mtp`, `eagle3`, ...), or
+    `method:model` (`eagle3:yuhuili/EAGLE3-LLaMA3.1-Instruct-8B`); a Windows drive letter is not a method."""
+    from spec_doctor.knowledge.models import method_family
+
+    text = text.strip()
+    head, sep, rest = text.partition(":")
+    if sep and method_family(head) and rest and not re.match(r"^[A-Za-z]:[\\/]", text):
+        return DraftSpec(head.lower(), rest, source)
+    if method_family(text):
+        return DraftSpec(text.lower(), None, source)
+    return DraftSpec(None, text, source)
+
+
 # --------------------------------------------------------------------------------------- ModelInfo
 @dataclass
 class ModelInfo:

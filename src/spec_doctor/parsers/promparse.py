@@ -78,6 +78,10 @@ class MetricsSnapshot:
     samples: list[Sample]
     taken_at: float | None = None  # time.time() of a live scrape; None for a saved file
     types: dict[str, str] = field(default_factory=dict)  # family name -> counter|gauge|histogram|...
+    # Series that appeared more than once on the page (same name and labels): an exporter or a proxy that
+    # concatenated two pages. Their values are summed per engine, which no real server can produce.
+    duplicate_series: list[str] = field(default_factory=list)
+    non_finite: list[str] = field(default_factory=list)  # NaN / Inf counter samples (dropped from the sums)
 
     def series(self, name: str) -> list[Sample]:
         return [s for s in self.samples if s.name == name]
@@ -134,6 +138,9 @@ def parse_metrics_text(text: str, source: str = "text", taken_at: float | None =
         raise MetricsFormatError(f"{source}: is JSON, not Prometheus metrics")
     samples: list[Sample] = []
     types: dict[str, str] = {}
+    seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+    duplicates: list[str] = []
+    non_finite: list[str] = []
     try:
         if _is_openmetrics(text):
             from prometheus_client.openmetrics.parser import text_string_to_metric_families as om
@@ -146,13 +153,32 @@ def parse_metrics_text(text: str, source: str = "text", taken_at: float | None =
             for s in fam.samples:
                 if s.name.endswith("_created"):
                     continue  # a timestamp, not a count (vLLM V1, prometheus_client >= 0.4)
-                samples.append(Sample(_vllm_name(s.name), tuple(sorted(s.labels.items())), float(s.value)))
+                labels = tuple(sorted((k, _short(v)) for k, v in s.labels.items()))
+                name = _vllm_name(s.name)
+                value = float(s.value)
+                if (name, labels) in seen:
+                    duplicates.append(name)
+                seen.add((name, labels))
+                if not math.isfinite(value) and name.startswith("vllm:") and \
+                        name.endswith(("_total", "_sum", "_count")):
+                    non_finite.append(name)
+                samples.append(Sample(name, labels, value))
     except (ValueError, TypeError, IndexError, KeyError) as exc:
         first = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
         raise MetricsFormatError(f"{source}: not Prometheus metrics ({first})") from None
     if not samples:
         raise MetricsFormatError(f"{source}: holds no Prometheus samples")
-    return MetricsSnapshot(source=source, samples=samples, taken_at=taken_at, types=types)
+    return MetricsSnapshot(source=source, samples=samples, taken_at=taken_at, types=types,
+                           duplicate_series=sorted(set(duplicates)), non_finite=sorted(set(non_finite)))
+
+
+# Label values are names (a model, an engine index, a position); a longer one is cut so that one hostile
+# label does not fill every report that cites the series.
+MAX_LABEL_CHARS = 256
+
+
+def _short(value: str) -> str:
+    return value if len(value) <= MAX_LABEL_CHARS else value[:MAX_LABEL_CHARS] + f"…[{len(value):,} chars]"
 
 
 def _vllm_name(name: str) -> str:
@@ -166,6 +192,13 @@ def _is_openmetrics(text: str) -> bool:
 
 def read_metrics_file(path: str) -> MetricsSnapshot:
     """A saved scrape (``curl -s http://host:8000/metrics > before.txt``)."""
+    from spec_doctor.engine.facts import InputError
+    from spec_doctor.engine.limits import require_regular
+
+    try:
+        require_regular(path, "metrics file")
+    except InputError as exc:
+        raise ScrapeError(str(exc)) from None
     try:
         with open(path, "rb") as fh:
             data = fh.read(MAX_SCRAPE_BYTES + 1)
@@ -195,17 +228,32 @@ def normalize_url(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
+def split_credentials(url: str) -> tuple[str, str | None]:
+    """``http://user:pass@host/x`` -> (``http://host/x``, a Basic Authorization header value); the URL
+    without credentials is the one every message and report shows."""
+    import base64
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, host = parts.netloc.rsplit("@", 1)
+    user, _, password = userinfo.partition(":")
+    token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode("ascii")
+    return urlunsplit(parts._replace(netloc=host)), f"Basic {token}"
+
+
 def scrape(url: str, timeout: float = 5.0, max_bytes: int = MAX_SCRAPE_BYTES) -> MetricsSnapshot:
     """Scrape one /metrics URL. Raises ScrapeError (one line) on any failure."""
     import socket
     import urllib.error
     import urllib.request
 
-    target = normalize_url(url)
-    req = urllib.request.Request(target, headers={
-        "Accept": "text/plain;version=0.0.4;q=1,*/*;q=0.1",
-        "User-Agent": "spec-doctor",
-    })
+    target, auth = split_credentials(normalize_url(url))
+    headers = {"Accept": "text/plain;version=0.0.4;q=1,*/*;q=0.1", "User-Agent": "spec-doctor"}
+    if auth:
+        headers["Authorization"] = auth
+    req = urllib.request.Request(target, headers=headers)
     # Never use a proxy from the environment for what is almost always a local server.
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     taken_at = time.time()

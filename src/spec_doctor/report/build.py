@@ -15,7 +15,7 @@ from spec_doctor.engine.session import Diagnosis
 from spec_doctor.report.fixes import keep_user_settings
 from spec_doctor.report.gating import apply_gates
 from spec_doctor.report.merge import merge_findings
-from spec_doctor.report.redact import redact
+from spec_doctor.report.redact import neutralise, redact
 
 SCHEMA_VERSION = "1.0"
 
@@ -75,7 +75,9 @@ def report_dict(diag: Diagnosis, *, redact_secrets: bool = True) -> dict[str, An
     extras = diag.store.maybe("report.sections")
     if isinstance(extras, dict) and extras:
         report["sections"] = extras
-    return redact(report) if redact_secrets else report
+    # Text from the user's inputs (log lines, label values) reaches terminals and HTML: control characters
+    # (terminal escape sequences) are shown as escapes in every format, whether or not secrets are redacted.
+    return neutralise(redact(report) if redact_secrets else report)
 
 
 def _environment_summary(store: FactStore) -> dict[str, Any]:

@@ -32,22 +32,27 @@ def evidence_ranges(report: dict[str, Any]) -> dict[str, list[tuple[int, int]]]:
     out: dict[str, list[tuple[int, int]]] = {}
     for f in report.get("findings", []):
         for ev in f.get("evidence", []):
-            m = _SOURCE_LINES.match(ev.get("source", ""))
-            if not m:
-                continue
-            start = int(m["start"])
-            end = int(m["end"] or start)
-            out.setdefault(m["file"], []).append((start, max(start, end)))
+            # one piece of evidence may cite several places: "a.log:137-178; b.log:12"
+            for cited in ev.get("source", "").split("; "):
+                m = _SOURCE_LINES.match(cited.strip())
+                if not m:
+                    continue
+                start = int(m["start"])
+                end = int(m["end"] or start)
+                out.setdefault(m["file"], []).append((start, max(start, end)))
     return out
 
 
 def _match_log(cited: str, logs: Iterable[str]) -> str | None:
-    for path in logs:
-        if path == "-":
-            continue
-        if cited == path or Path(cited).name == Path(path).name or path.endswith("/" + cited):
-            return path
-    return None
+    """The input log a citation names: the same path, else a path ending in it, else the one log with that base
+    name (two logs of the same name in different folders are told apart by their paths, never by the name)."""
+    paths = [p for p in logs if p != "-"]
+    for test in (lambda p: cited == p, lambda p: p.endswith("/" + cited)):
+        hits = [p for p in paths if test(p)]
+        if hits:
+            return hits[0]
+    named = [p for p in paths if Path(p).name == Path(cited).name]
+    return named[0] if len(named) == 1 else None
 
 
 def excerpts_for(path: str, ranges: list[tuple[int, int]], context: int = EXCERPT_CONTEXT) -> str:
@@ -79,6 +84,20 @@ def excerpts_for(path: str, ranges: list[tuple[int, int]], context: int = EXCERP
     return "\n".join(out) + "\n"
 
 
+def member_names(paths: Iterable[str]) -> dict[str, str]:
+    """A distinct file name in the bundle for each input path: the base name, numbered where two inputs share
+    one (replica-a/vllm.log and replica-b/vllm.log must both be kept)."""
+    paths = list(dict.fromkeys(paths))
+    base = {p: ("stdin" if p == "-" else Path(p).name) for p in paths}
+    counts: dict[str, int] = {}
+    for name in base.values():
+        counts[name] = counts.get(name, 0) + 1
+    out: dict[str, str] = {}
+    for i, p in enumerate(paths, 1):
+        out[p] = base[p] if counts[base[p]] == 1 else f"{i}-{base[p]}"
+    return out
+
+
 def write_bundle(path: str, report: dict[str, Any], *, markdown: str, store: Any, inputs: Any,
                  argv: list[str], redact_personal: bool = True) -> list[str]:
     """Write the zip; returns the member names. Raises InputError when the path is not writable."""
@@ -101,14 +120,16 @@ def write_bundle(path: str, report: dict[str, Any], *, markdown: str, store: Any
     config = store.maybe("config.deployment")
     if config is not None:
         members["config.json"] = json.dumps(clean_obj(_jsonable(config)), indent=2) + "\n"
+    log_names = member_names(inputs.logs)
     for cited, ranges in sorted(evidence_ranges(report).items()):
         log = _match_log(cited, inputs.logs)
         if log is None:
             continue
+        member = f"logs/{log_names[log]}.excerpts.txt"
         try:
-            members[f"logs/{Path(log).name}.excerpts.txt"] = clean(excerpts_for(log, ranges))
+            members[member] = clean(excerpts_for(log, ranges))
         except OSError as exc:
-            members[f"logs/{Path(log).name}.excerpts.txt"] = f"could not read {log}: {exc}\n"
+            members[member] = f"could not read {log}: {exc}\n"
     for n, saved in enumerate(inputs.metrics_baseline):
         try:
             members[f"metrics/file-{n}-{Path(saved).name}"] = clean(Path(saved).read_text(errors="replace"))

@@ -28,17 +28,18 @@ def load_report(path: str | Path, what: str = "") -> dict[str, Any]:
 
     ``what`` names the file's role in messages ("baseline").
     """
+    from spec_doctor.engine.limits import bounded_nodes, read_small_file
+
     label = f"{what} '{path}'".strip()
+    # Reports of big fleets are larger than other small inputs, but still megabytes, not gigabytes.
+    text = read_small_file(str(path), f"{what or 'report'} file", cap=64 << 20)
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{label} does not exist") from None
-    except IsADirectoryError:
-        raise InputError(f"{label} is a directory, expected a JSON report") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read {label}: {exc}") from None
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{label} is not JSON: {exc.msg} at line {exc.lineno}") from None
+    except (RecursionError, ValueError) as exc:  # nesting too deep, an integer of thousands of digits
+        raise InputError(f"{label} is not a spec-doctor JSON report ({type(exc).__name__})") from None
+    bounded_nodes(data, label, limit=5_000_000)
     if not isinstance(data, dict) or data.get("tool", {}).get("name") != "spec-doctor" \
             or not isinstance(data.get("findings"), list):
         raise InputError(f"{label} is not a spec-doctor JSON report (spec-doctor check --format json)")

@@ -50,13 +50,10 @@ def _parse_date(value: Any, where: str) -> _dt.date:
 
 
 def load_ignore_file(path: str | Path) -> list[IgnoreEntry]:
-    p = Path(path)
+    from spec_doctor.engine.limits import read_small_file
+
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"ignore file '{path}' does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read ignore file '{path}': {exc}") from None
+        data = tomllib.loads(read_small_file(str(path), "ignore file"))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"ignore file '{path}' is not valid TOML: {exc}") from None
     rows = data.get("ignore", [])

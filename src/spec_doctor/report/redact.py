@@ -28,6 +28,9 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), MASK),
     # scheme://user:password@host
     (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/\s:@]+):([^/\s@]+)@"), r"\1" + MASK + "@"),
+    # user:password@host without a scheme (a server's display name, a pasted host:port)
+    (re.compile(r"(?<![\w/:@.\[-])([A-Za-z0-9._%+-]+):([^\s/@'\"]+)@(?=[A-Za-z0-9.-]+(?::\d+)?(?:[/\s'\",)]|$))"),
+     MASK + "@"),
 ]
 
 
@@ -70,12 +73,56 @@ def redact_text(text: str, *, personal: bool = False) -> str:
     return text
 
 
+# Keys (config keys, flags, environment variables, headers) whose value is a secret whatever it looks like:
+# `--api-key abc` or `VLLM_API_KEY=changeme` carry no token shape the patterns above could recognise.
+_SECRET_KEY = re.compile(r"(?i)^(?:--?)?(?:[a-z0-9]+[-_.])*(?:api[-_]?key|token|password|passwd|secret|"
+                         r"authorization|credentials?|private[-_]?key|cookie)$")
+# ... except the names of a tokenizer's special tokens and token counts, which are evidence, not secrets.
+_NOT_SECRET = re.compile(r"(?i)^(?:--?)?(?:bos|eos|pad|unk|sep|cls|mask|start|end|special|added|chat|"
+                         r"num|max|min|image|video|audio|decoder[-_]start)[-_]")
+
+
+def secret_key(key: str) -> bool:
+    """True for a key whose value must be masked: api_key, --hf-token, VLLM_API_KEY, Authorization, ..."""
+    return bool(_SECRET_KEY.match(key)) and not _NOT_SECRET.match(key)
+
+
+def _mask(value: Any) -> Any:
+    return MASK if isinstance(value, (str, int, float)) and not isinstance(value, bool) and value != "" else value
+
+
 def redact(obj: Any, *, personal: bool = False) -> Any:
-    """Redact every string inside a JSON-like structure (dict keys are kept)."""
+    """Redact every string inside a JSON-like structure: by shape everywhere, and by key name (a dict key, or
+    a flag followed by its value in a list of arguments) whatever the value looks like. Keys are redacted by
+    shape too (a URL with credentials can be a key of a per-server table)."""
     if isinstance(obj, str):
         return redact_text(obj, personal=personal)
     if isinstance(obj, dict):
-        return {k: redact(v, personal=personal) for k, v in obj.items()}
+        return {(redact_text(k, personal=personal) if isinstance(k, str) else k):
+                (_mask(v) if isinstance(k, str) and secret_key(k) else redact(v, personal=personal))
+                for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [redact(v, personal=personal) for v in obj]
+        out = []
+        masked_next = False
+        for v in obj:
+            if masked_next and isinstance(v, str) and not v.startswith("--"):
+                out.append(MASK)
+                masked_next = False
+                continue
+            masked_next = isinstance(v, str) and v.startswith("-") and "=" not in v and secret_key(v)
+            out.append(redact(v, personal=personal))
+        return out
+    return obj
+
+
+def neutralise(obj: Any) -> Any:
+    """Every string inside a JSON-like structure with its control characters escaped (engine.limits.clean)."""
+    from spec_doctor.engine.limits import clean
+
+    if isinstance(obj, str):
+        return clean(obj)
+    if isinstance(obj, dict):
+        return {(clean(k) if isinstance(k, str) else k): neutralise(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [neutralise(v) for v in obj]
     return obj

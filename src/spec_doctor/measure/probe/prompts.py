@@ -48,15 +48,12 @@ def load(spec: str | None, default: str = "chat") -> PromptSet:
         return bundled(default)
     if spec in BUNDLED:
         return bundled(spec)
+    from spec_doctor.engine.limits import read_small_file
+
     path = Path(spec)
-    if not path.is_file():
+    if not path.exists():
         raise InputError(f"prompt file '{spec}' does not exist (or name a bundled set: {', '.join(BUNDLED)})")
-    try:
-        raw = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(f"prompt file '{spec}' is not UTF-8 text") from None
-    except OSError as exc:
-        raise InputError(f"cannot read prompt file '{spec}': {exc.strerror or exc}") from None
+    raw = read_small_file(spec, "prompt file", cap=64 << 20)
     lines = raw.splitlines()
     first = next((ln.strip() for ln in lines if ln.strip()), "")
     domain = f"custom:{path.name}"

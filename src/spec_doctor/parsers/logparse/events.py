@@ -18,6 +18,11 @@ EXC_TYPE = r"(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w*?(?:Error|Exception|Exit|Interrupt|D
 EXC_LINE = re.compile(rf"^(?P<type>{EXC_TYPE})(?::\s*(?P<msg>.*))?$")
 EXC_INLINE = re.compile(rf"(?<![\w.])(?P<type>{EXC_TYPE}): (?P<msg>.{{0,400}})")
 TB_START = "Traceback (most recent call last)"
+# CUDA's device-side assertion report: `file:line: function: block: [x,y,z], thread: [x,y,z] Assertion `cond` failed.`
+# (the condition may be cut off when the line is). One event per distinct condition.
+DEVICE_ASSERT = re.compile(r"(?P<path>[^\s:]{1,400}):(?P<line>\d+): [^:]{0,200}: block: \[[\d,\s]+\], "
+                           r"thread: \[[\d,\s]+\] Assertion `(?P<cond>[^`]{0,400})(?:` failed)?")
+DEVICE_ASSERT_TYPE = "DeviceSideAssertion"
 LEVELS = ("WARNING", "ERROR", "CRITICAL")
 MAX_EVENTS = 400  # distinct warning/error texts kept per file
 MAX_TRACEBACKS = 50
@@ -45,7 +50,12 @@ class Frame:
         i = p.rfind("/vllm/")
         while i >= 0:
             rest = p[i + 6:]
-            if "site-packages/" not in rest and "dist-packages/" not in rest and not rest.startswith(("lib/", "bin/")):
+            head = rest.split("/", 1)[0]
+            # The package itself: its sub-packages or top-level modules, not a directory named vllm that holds
+            # something else (a venv, a checkout's lib/, vLLM's own ~/.cache/vllm/torch_compile_cache/).
+            if "site-packages/" not in rest and "dist-packages/" not in rest and not rest.startswith(("lib/", "bin/")) \
+                    and (head.removesuffix(".py") in VLLM_PACKAGES or ("/" not in rest and head.endswith(".py"))
+                         or "/" in rest and head.isidentifier() and not head.endswith("_cache")):
                 return p[i + 1:]
             i = p.rfind("/vllm/", 0, i)
         for elided in (".../", "…/"):
@@ -113,6 +123,8 @@ class EventReader:
 
     def feed(self, lineno: int, level: str | None, msg: str, pid: int | None) -> None:
         text = msg.strip()
+        if "Assertion `" in text and self._device_assert(lineno, text, pid):
+            return
         tb = self._tb
         if tb is not None:
             if pid is not None and tb.pid is not None and pid != tb.pid and TB_START not in text:
@@ -123,7 +135,12 @@ class EventReader:
             self._start(lineno, text, pid)
             return
         if level in (None, "ERROR", "CRITICAL") and FRAME.search(text):
-            self._tb = Traceback(line=lineno, end_line=lineno, pid=pid)  # a traceback pasted without its header
+            last = self.tracebacks[-1] if self.tracebacks else None
+            if last is not None and not last.frames and last.exc_type and 0 < lineno - last.end_line <= 3:
+                # The exception pasted first and its frames under it (a reversed or reordered paste): one event.
+                self._tb = self.tracebacks.pop()
+            else:
+                self._tb = Traceback(line=lineno, end_line=lineno, pid=pid)  # a traceback pasted without its header
             self._continue(lineno, text)
             return
         if level in (None, "ERROR", "CRITICAL"):
@@ -144,6 +161,25 @@ class EventReader:
             self._finish()
 
     # -- internals ---------------------------------------------------------------------------------
+    def _device_assert(self, lineno: int, text: str, pid: int | None) -> bool:
+        m = DEVICE_ASSERT.search(text)
+        if m is None:
+            return False
+        cond = m["cond"].strip()
+        for tb in self.tracebacks:
+            # The same assertion from thousands of GPU threads is one event (a cut-off copy included).
+            if tb.exc_type == DEVICE_ASSERT_TYPE and tb.exc_msg and (tb.exc_msg.startswith(cond) or
+                                                                      cond.startswith(tb.exc_msg)):
+                tb.end_line = lineno
+                if len(cond) > len(tb.exc_msg):
+                    tb.exc_msg = cond[:500]
+                return True
+        if len(self.tracebacks) < MAX_TRACEBACKS:
+            self.tracebacks.append(Traceback(line=lineno, end_line=lineno, pid=pid, exc_type=DEVICE_ASSERT_TYPE,
+                                             exc_msg=cond[:500], frames=[Frame(m["path"], int(m["line"]), "kernel")]))
+        return True
+
+
     def _event(self, lineno: int, level: str, text: str, pid: int | None) -> None:
         key = level + " " + _NUM.sub("#", text[:300])
         ev = self._seen.get(key)

@@ -14,7 +14,8 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # process tag `(APIServer pid=1)`, level, `%m-%d %H:%M:%S`, `[file:line]` (no `[` before 0.8.0).
 _HEADER_REST = (
     r"(?:\((?P<proc>[\w\-.]+) pid=(?P<pid>\d+)(?:, ip=[^)]*)?\)\s+)?"
-    r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+(?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)?\s+"
+    # The time stamp is optional: pasted excerpts often lose it (`WARNING [speculative.py:940] ...`).
+    r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+(?:(?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)?\s+)?"
     r"\[?(?P<file>[^\s\]]+?):(?P<lineno>\d+)\]\s(?P<msg>.*)")
 _HEADER = re.compile(r"(?P<custom>.*?)" + _HEADER_REST)
 # Fast path: the same header with nothing or a docker-compose prefix before it, matched at the start. Where it
@@ -237,7 +238,7 @@ def parse_rates(text: str | None) -> tuple[float, ...]:
 class SpecLine:
     """One spec-decode metrics line. Rates are fractions 0..1; `mean_len` includes the bonus token."""
 
-    fmt: str  # "v0" | "v1a" | "v1b" | "v1c"
+    fmt: str  # "v0" | "v1a" | "v1b" | "v1c" | "v1" (a piece of a V1 line: format unknown)
     accepted: int
     drafted: int
     rate: float | None = None
@@ -249,11 +250,18 @@ class SpecLine:
     accepted_tps: float | None = None
     drafted_tps: float | None = None
     cut: bool = False  # the line was cut before its end
+    counts: bool = True  # False: cut before the accepted/drafted counts (only rates or lengths are known)
+
+
+# Field names that only the V1 `SpecDecoding metrics` line prints: a piece of that line pasted on its own (its head
+# cut off, or the record broken over lines) still says what it says.
+SPEC_V1_FIELDS = ("Per-position acceptance rate: ", "Mean acceptance length: ", "Avg Draft acceptance rate: ",
+                  "Accepted throughput: ")
 
 
 def parse_spec(msg: str) -> SpecLine | None:
     if "metrics: " not in msg:
-        return None
+        return parse_spec_partial(msg) if any(f in msg for f in SPEC_V1_FIELDS) else None
     m = SPEC_V1C.search(msg)
     if m:
         mal, acc_tps, dr_tps, acc, dr, pos, rate = m.groups()
@@ -284,12 +292,93 @@ def parse_spec(msg: str) -> SpecLine | None:
         e = fnum(eff)
         return SpecLine("v0", int(acc), int(dr), fnum(rate), None if e is None else e * (kk + 1), (), kk,
                         emitted=int(emit), efficiency=e)
+    return parse_spec_partial(msg)
+
+
+# Fields of a spec-decode metrics line, for lines cut before their end (a paste, a terminal width, a log
+# shipper's size limit): read as far as the line goes. A number must be followed by its separator to count
+# (a number cut mid-digits is not a number).
+_PART_V0 = {"rate": r"Draft acceptance rate: ([\d.]+),", "eff": r"System efficiency: ([\d.]+),",
+            "k": r"Number of speculative tokens: (\d+),", "acc": r"Number of accepted tokens: (\d+),",
+            "dr": r"Number of draft tokens(?: tokens)?: (\d+),", "emit": r"Number of emitted tokens(?: tokens)?: (\d+)\b\.?"}
+_PART_V1 = {"rate": r"(?<!Avg )Draft acceptance rate: ([\d.]+)%", "mal": r"Mean acceptance length: ([\d.]+),",
+            "acc_tps": r"Accepted throughput: ([\d.]+) tokens/s", "dr_tps": r"Drafted throughput: ([\d.]+) tokens/s",
+            "acc": r"Accepted: (\d+) tokens", "dr": r"Drafted: (\d+) tokens",
+            "pos": r"Per-position acceptance rate: ?([\d., na]*)", "avg": r"Avg Draft acceptance rate: ([\d.]+)%"}
+_PART_RX = {k: {f: re.compile(r) for f, r in v.items()} for k, v in (("v0", _PART_V0), ("v1", _PART_V1))}
+
+
+def parse_spec_partial(msg: str) -> SpecLine | None:
+    """A spec-decode metrics line that the full formats do not match because it was cut: every field that is
+    complete. None when not even one number survived."""
+    if "Speculative metrics: " in msg:
+        g = {f: (m.group(1) if (m := rx.search(msg)) else None) for f, rx in _PART_RX["v0"].items()}
+        if not any(g.values()):
+            return None
+        k = int(g["k"]) if g["k"] else None
+        e = fnum(g["eff"])
+        counts = g["acc"] is not None and g["dr"] is not None
+        return SpecLine("v0", int(g["acc"] or 0), int(g["dr"] or 0), fnum(g["rate"]),
+                        None if e is None or k is None else e * (k + 1), (), k,
+                        emitted=int(g["emit"]) if g["emit"] else None, efficiency=e, cut=True, counts=counts)
+    if "SpecDecoding metrics: " in msg or ("metrics: " not in msg and any(f in msg for f in SPEC_V1_FIELDS)):
+        g = {f: (m.group(1) if (m := rx.search(msg)) else None) for f, rx in _PART_RX["v1"].items()}
+        if not any(v for f, v in g.items() if f != "pos") and not parse_rates(g["pos"]):
+            return None
+        if "SpecDecoding metrics: " not in msg:
+            fmt = "v1"  # a piece of the line: which of the V1 formats it came from is not known
+        else:
+            fmt = "v1c" if "Accepted throughput" in msg or g["avg"] else "v1b" if g["mal"] or g["pos"] else "v1a"
+        per = parse_rates(g["pos"])
+        counts = g["acc"] is not None and g["dr"] is not None
+        rate = _pct(g["rate"] or g["avg"])
+        return SpecLine(fmt, int(g["acc"] or 0), int(g["dr"] or 0), rate, fnum(g["mal"]), per, len(per) or None,
+                        accepted_tps=fnum(g["acc_tps"]), drafted_tps=fnum(g["dr_tps"]), cut=True, counts=counts)
     return None
 
 
 def _pct(text: str | None) -> float | None:
     v = fnum(text)
     return None if v is None else v / 100.0
+
+
+# The summary vLLM's offline spec-decode example prints (examples/offline_inference/spec_decode.py@v0.10.2:
+# num_drafts / num_draft_tokens / num_accepted_tokens / mean acceptance length / acceptance at token i), and the
+# same figures as people retype them ("Number of draft proposals", "Acceptance rate at token 0").
+OFFLINE_FIELDS = {
+    "drafts": re.compile(r"(?i)^\s*(?:number of draft proposals|num[_ ]drafts|number of drafts)\s*[:=]\s*([\d,]+)\s*$"),
+    "draft_tokens": re.compile(r"(?i)^\s*(?:number of draft tokens(?: generated)?|num[_ ]draft[_ ]tokens)\s*[:=]\s*"
+                               r"([\d,]+)\s*$"),
+    "accepted": re.compile(r"(?i)^\s*(?:number of accepted tokens|num[_ ]accepted[_ ]tokens)\s*[:=]\s*([\d,]+)\s*$"),
+    "mean_len": re.compile(r"(?i)^\s*mean acceptance length\s*[:=]\s*([\d.]+)\s*$"),
+    "position": re.compile(r"(?i)^\s*acceptance(?: rate)? at token (\d+)\s*[:=]\s*([\d.]+)\s*$"),
+}
+
+
+def parse_offline_field(msg: str) -> tuple[str, float | tuple[int, float]] | None:
+    """One line of the offline spec-decode summary -> (field, value); None when it is not one."""
+    for name, rx in OFFLINE_FIELDS.items():
+        m = rx.match(msg)
+        if m:
+            if name == "position":
+                return name, (int(m.group(1)), float(m.group(2)))
+            return name, float(m.group(1).replace(",", ""))
+    return None
+
+
+def offline_spec(block: dict) -> SpecLine | None:
+    """A collected offline summary -> one SpecLine (counts when drafts, draft tokens and accepted are all there)."""
+    pos = block.get("positions") or {}
+    per = tuple(pos[i] for i in sorted(pos) if i == sorted(pos).index(i))
+    acc, dr, n = block.get("accepted"), block.get("draft_tokens"), block.get("drafts")
+    mean = block.get("mean_len")
+    if mean is None and acc is not None and n:
+        mean = 1 + acc / n
+    if acc is None and not per and mean is None:
+        return None
+    counts = acc is not None and dr is not None
+    return SpecLine("v1", int(acc or 0), int(dr or 0), (acc / dr) if counts and dr else None, mean, per,
+                    len(per) or None, cut=not counts, counts=counts)
 
 
 @dataclass(frozen=True)

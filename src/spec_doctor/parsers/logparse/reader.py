@@ -19,11 +19,16 @@ import io
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from re import Pattern
 from typing import BinaryIO
 
+from spec_doctor.engine.facts import InputError
+from spec_doctor.engine.limits import require_regular
+
+PROGRESS_EVERY_S = 2.0
 CHUNK_SIZE = 4 << 20
 MAX_LINE = 64 << 10
 HYPERSCAN_AFTER = 32 << 20  # bytes read before engine "auto" switches to hyperscan (when importable)
@@ -41,6 +46,7 @@ class ReadStats:
     truncated_lines: int = 0
     gz: bool = False
     nul_bytes: int = 0  # in the first chunk: a hint that the file is binary
+    stopped: str | None = None  # why reading stopped before the end (the deadline), with how far it got
 
 
 def open_log(path: str) -> tuple[BinaryIO, bool]:
@@ -53,8 +59,10 @@ def open_log(path: str) -> tuple[BinaryIO, bool]:
         if head == _GZIP_MAGIC:
             return gzip.GzipFile(fileobj=buf), True  # type: ignore[return-value]
         return buf, False
-    if os.path.isdir(path):
-        raise LogReadError(f"log file '{path}' is a directory, expected a file")
+    try:
+        require_regular(path, "log file")
+    except InputError as exc:
+        raise LogReadError(str(exc)) from None
     try:
         f = open(path, "rb")
     except FileNotFoundError:
@@ -73,7 +81,8 @@ def open_log(path: str) -> tuple[BinaryIO, bool]:
 def scan(stream: BinaryIO, prefilter: Pattern[bytes], needles: Iterable[bytes],
          on_line: Callable[[int, bytes], None], *, chunk_size: int = CHUNK_SIZE,
          max_line: int = MAX_LINE, stats: ReadStats | None = None,
-         context: dict[bytes, int] | None = None, engine: str | None = None) -> ReadStats:
+         context: dict[bytes, int] | None = None, engine: str | None = None,
+         deadline: float | None = None, progress: Callable[[int], None] | None = None) -> ReadStats:
     """Call ``on_line(lineno, raw_line)`` for every line selected by the prefilter or a needle.
 
     Line numbers are 1-based and count ``\\n``. ``raw_line`` has no trailing newline, may end with
@@ -82,6 +91,9 @@ def scan(stream: BinaryIO, prefilter: Pattern[bytes], needles: Iterable[bytes],
     fall in the same chunk, which holds for any block shorter than a chunk except at its edge.
     ``engine``: "hyperscan", "python", "auto" or None (SPEC_DOCTOR_LOG_ENGINE=python, else auto: python
     for the first ``HYPERSCAN_AFTER`` bytes, then hyperscan when importable). All select the same lines.
+    ``deadline`` (time.monotonic()): reading stops there, ``stats.stopped`` says how far it got (a multi-GB
+    log or a small .gz that expands to gigabytes must not run past the user's --timeout). ``progress`` is
+    called with the bytes read so far, at most every PROGRESS_EVERY_S seconds.
     """
     st = stats or ReadStats()
     needles = tuple(needles)
@@ -95,7 +107,20 @@ def scan(stream: BinaryIO, prefilter: Pattern[bytes], needles: Iterable[bytes],
     carry = b""
     skipping = False  # inside an over-long line whose head was already kept in `carry`
     first = True
+    started = last_progress = time.monotonic()
     while True:
+        if deadline is not None or progress is not None:
+            now = time.monotonic()
+            if deadline is not None and now > deadline:
+                st.stopped = (f"stopped after {st.bytes_read / 2**20:,.0f} MB{' (uncompressed)' if st.gz else ''} "
+                              f"and {now - started:.0f} s at the --timeout; the rest was not read")
+                if carry:
+                    select(carry, on_line, lineno, max_line, st)
+                st.lines = lineno
+                return st
+            if progress is not None and now - last_progress >= PROGRESS_EVERY_S:
+                progress(st.bytes_read)
+                last_progress = now
         try:
             block = read(chunk_size)
         except (OSError, EOFError, gzip.BadGzipFile) as exc:  # corrupt or truncated .gz

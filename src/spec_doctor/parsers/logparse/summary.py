@@ -25,6 +25,7 @@ from spec_doctor.parsers.logparse.signatures import Signature, load_signatures
 MAX_WINDOWS = 2048
 MAX_HITS_KEPT = 3
 MAX_CONFIG_LINES = 20
+MAX_ERA_TEXTS = 400  # records kept for the version-era text signals (start-up lines come first)
 _CUM_DAYS = (0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334)
 
 
@@ -89,6 +90,7 @@ class Stream:
     _ts_offset: float = 0.0
     _prev_ts: float | None = None
     spec_formats: set = field(default_factory=set)
+    stats_formats: set = field(default_factory=set)  # "v0" (Swapped/Pending), "v1-preemptions" (0.11.1+), "v1"
     k: int | None = None
     accepted: int = 0
     drafted: int = 0
@@ -96,6 +98,10 @@ class Stream:
     pos_accepted: list = field(default_factory=list)  # V1: accepted tokens per position
     pos_drafts: float = 0.0  # drafts behind pos_accepted
     emitted: int = 0  # V0
+    # From metrics lines cut before their counts: what they still show (fractions; tokens per step).
+    partial_rates: list = field(default_factory=list)
+    partial_mean_lens: list = field(default_factory=list)
+    partial_per_position: list = field(default_factory=list)  # per-position curves of lines without counts
     v0_last: tuple[int, int, int] | None = None
     v0_eff: float | None = None
     # stats aggregates
@@ -116,6 +122,7 @@ class Stream:
     traffic_after_spec_first: int | None = None
     # the last window, where the spec line of this interval lands
     _current: Window | None = None
+    also: list = field(default_factory=list)  # line ranges of excerpts of the same server merged in (absorb)
 
     @property
     def label(self) -> str:
@@ -129,6 +136,26 @@ class Stream:
         return f"{self.file} ({', '.join(parts)})" if parts else self.file
 
     def lines_range(self) -> str:
+        own = self._own_range()
+        return "; ".join([own, *self.also]) if self.also else own
+
+    def absorb(self, other: Stream) -> None:
+        """Continue this stream with a later excerpt of the same server (another --log file): its windows are
+        replayed in order, so V0's cumulative counters, per-position sums and time order stay right. Line
+        numbers of this file's evidence stay this file's; the other excerpt's range is kept in `also`."""
+        keep = (self.first_line, self.last_line, self.first_spec_line, self.last_spec_line,
+                list(self.kv_high_waiting_lines), list(self.preemption_lines))
+        self._current = None
+        for w in list(other.windows):
+            if w.stats is not None:
+                self.add_stats(w.line, w.ts_text, w.stats)
+            if w.spec is not None:
+                self.add_spec(w.spec_line or w.line, w.ts_text, w.spec)
+        (self.first_line, self.last_line, self.first_spec_line, self.last_spec_line,
+         self.kv_high_waiting_lines, self.preemption_lines) = keep
+        self.also += [other._own_range(), *other.also]
+
+    def _own_range(self) -> str:
         if self.first_line is None:
             return self.file
         if self.first_line == self.last_line:
@@ -145,16 +172,25 @@ class Stream:
             return None
         if self.drafts > 0:
             return 1.0 + self.accepted / self.drafts
+        if self.partial_mean_lens:
+            return sum(self.partial_mean_lens) / len(self.partial_mean_lens)
         return None
 
     @property
     def acceptance_rate(self) -> float | None:
-        return self.accepted / self.drafted if self.drafted else None
+        if self.drafted:
+            return self.accepted / self.drafted
+        if self.partial_rates:
+            return sum(self.partial_rates) / len(self.partial_rates)
+        return None
 
     @property
     def per_position(self) -> tuple[float, ...]:
         if self.pos_drafts <= 0:
-            return ()
+            # Only lines without counts: the mean of their curves (of the longest K seen), unweighted.
+            longest = max((len(c) for c in self.partial_per_position), default=0)
+            curves = [c for c in self.partial_per_position if len(c) == longest]
+            return tuple(sum(c[i] for c in curves) / len(curves) for i in range(longest)) if curves else ()
         return tuple(a / self.pos_drafts for a in self.pos_accepted)
 
     # -- accumulation --------------------------------------------------------------------------
@@ -190,6 +226,7 @@ class Stream:
         w = Window(line=lineno, ts=t, ts_text=ts_text, stats=st)
         self._append(w)
         self.n_stats += 1
+        self.stats_formats.add("v0" if st.v0 else "v1-preemptions" if st.preemptions is not None else "v1")
         self.sum_prompt_tps += st.prompt_tps or 0.0
         self.sum_gen_tps += st.gen_tps or 0.0
         self.max_running = max(self.max_running, st.running or 0)
@@ -233,8 +270,21 @@ class Stream:
         if (w.stats is not None and (w.stats.gen_tps or 0) > 0):
             pass
         self.spec_formats.add(sp.fmt)
+        # A curve shorter than the K already seen was cut off (its last positions lost): not part of the curve.
+        short_curve = bool(self.k and sp.per_position and len(sp.per_position) < self.k)
         if sp.k:
             self.k = max(self.k or 0, sp.k)
+        if not sp.counts:
+            # Cut before its counts: the rates and lengths it still shows, never as counters.
+            if sp.rate is not None:
+                self.partial_rates.append(sp.rate)
+            if sp.mean_len is not None:
+                self.partial_mean_lens.append(sp.mean_len)
+            if sp.per_position:
+                self.partial_per_position.append(sp.per_position)
+            if sp.efficiency is not None:
+                self.v0_eff = sp.efficiency
+            return
         if sp.fmt == "v0":
             prev = self.v0_last
             cur = (sp.accepted, sp.drafted, sp.emitted or 0)
@@ -254,7 +304,7 @@ class Stream:
         self.drafted += sp.drafted
         drafts = None
         s = sum(sp.per_position)
-        if sp.per_position and s > 0 and not sp.cut:
+        if sp.per_position and s > 0 and not sp.cut and not short_curve:
             drafts = sp.accepted / s
         elif sp.mean_len is not None and sp.mean_len > 1.0:
             drafts = sp.accepted / (sp.mean_len - 1.0)
@@ -262,7 +312,7 @@ class Stream:
             drafts = sp.drafted / sp.k
         if drafts:
             self.drafts += drafts
-            if sp.per_position and not sp.cut:
+            if sp.per_position and not sp.cut and not short_curve:
                 if len(self.pos_accepted) < len(sp.per_position):
                     self.pos_accepted.extend([0.0] * (len(sp.per_position) - len(self.pos_accepted)))
                 for i, p in enumerate(sp.per_position):
@@ -290,6 +340,7 @@ class LogFile:
     lines: int = 0
     gz: bool = False
     truncated_lines: int = 0
+    stopped: str | None = None  # reading stopped early (the --timeout deadline): how far it got
     binary: bool = False
     records: int = 0  # vLLM records recognized (any header)
     vllm_version: Sourced | None = None
@@ -310,6 +361,16 @@ class LogFile:
     error: str | None = None  # set when the file could not be used (unreadable, empty, binary)
     # vLLM's own warnings/errors and tracebacks (events.py); `finish()` closes a traceback cut off at the end
     ev: EventReader = field(default_factory=EventReader)
+    # Log header styles seen -> the first line showing each ("bracket-file", "plain-file", "tag:APIServer"): the
+    # formatter changed between releases, so the style tells the era (knowledge/data/version_signals.toml).
+    header_styles: dict = field(default_factory=dict)
+    # Start-up and event texts (first MAX_ERA_TEXTS records) kept for the version-era signals of kind "text".
+    era_texts: list = field(default_factory=list)
+    # Excerpts of one server given as several --log files (collectors/logs.py): [(display, why)] merged into this
+    # file's streams, or the (display, why) of the file this one's streams went to.
+    merged_from: list = field(default_factory=list)
+    merged_into: tuple | None = None
+    _offline: dict = field(default_factory=dict)  # the offline spec-decode summary being read (lines.OFFLINE_FIELDS)
     _last_engine: dict = field(default_factory=dict)  # (prefix, pid) -> engine index
     _prev_text: str = ""
 
@@ -366,6 +427,8 @@ class LogFile:
         if rec.level:
             self.records += 1
         origin = (rec.prefix, rec.pid)
+        if rec.level is None and self._offline_line(lineno, rec, msg):
+            return
         sp = L.parse_spec(msg)
         if sp is not None:
             engine = self._last_engine.get(origin)
@@ -378,8 +441,14 @@ class LogFile:
             return
         # Not a periodic metrics line (the fast path's `_hot` lines never reach here either): vLLM's own
         # warnings, errors and tracebacks.
+        if rec.level is not None:
+            if rec.file is not None and len(self.header_styles) < 8:
+                self._header_style(lineno, text, rec)
+            if len(self.era_texts) < MAX_ERA_TEXTS:
+                self.era_texts.append((lineno, msg[:400]))
         if rec.level in EVENT_LEVELS or self.ev.active or "Traceback" in msg or (
-                rec.level is None and ('File "' in msg or "Error" in msg or "Exception" in msg)):
+                rec.level is None and ('File "' in msg or "Error" in msg or "Exception" in msg
+                                       or "Assertion `" in msg)):
             self.ev.feed(lineno, rec.level, msg, rec.pid)
         search = L.search if fast else _search
         m = search(L.PREFIX_V0, msg)
@@ -412,6 +481,45 @@ class LogFile:
         self._startup(lineno, rec, msg, fast)
         self._signatures(lineno, rec, msg, fast)
         self._prev_text = msg[-300:]
+
+    def _offline_line(self, lineno: int, rec: L.Record, msg: str) -> bool:
+        """A line of the offline spec-decode summary (lines.OFFLINE_FIELDS); a field seen twice starts a new
+        summary (several runs pasted one after the other)."""
+        if self.bench and lineno - self.bench[-1].get("last_line", self.bench[-1]["line"]) <= 2:
+            return False  # inside a `vllm bench serve` result block: its own parser reads it
+        got = L.parse_offline_field(msg)
+        if got is None:
+            return False
+        name, value = got
+        block = self._offline
+        repeated = (name == "position" and isinstance(value, tuple) and value[0] in block.get("positions", {})) \
+            or (name != "position" and name in block)
+        if repeated or (block and lineno - block["last"] > 12):
+            self.flush_offline()
+            block = self._offline
+        if not block:
+            block.update({"first": lineno, "rec": rec})
+        block["last"] = lineno
+        if name == "position" and isinstance(value, tuple):
+            block.setdefault("positions", {})[value[0]] = value[1]
+        else:
+            block[name] = value
+        return True
+
+    def flush_offline(self) -> None:
+        block, self._offline = self._offline, {}
+        sp = L.offline_spec(block) if block else None
+        if sp is not None:
+            self._stream(block["rec"], None).add_spec(block["first"], None, sp)
+            st = self._stream(block["rec"], None)
+            st.last_line = max(st.last_line or 0, block["last"])
+
+    def _header_style(self, lineno: int, text: str, rec: L.Record) -> None:
+        at = text.find(f"{rec.file}:")
+        style = "bracket-file" if at > 0 and text[at - 1] == "[" else "plain-file"
+        self.header_styles.setdefault(style, lineno)
+        if rec.proc:
+            self.header_styles.setdefault(f"tag:{rec.proc}", lineno)
 
     def _hot(self, lineno: int, m: re.Match[str]) -> bool:
         """A periodic stats or spec-metrics line in its common format: the effects of `_record` without the
@@ -520,6 +628,95 @@ class LogFile:
             hit.last_line = lineno
 
     # -- summaries others use ------------------------------------------------------------------
+    def fold_engineless(self) -> None:
+        """A spec line printed before the process's first `Engine N:` stats line has no engine index yet; when
+        the process has exactly one engine, that stream is the engine's."""
+        for key, st in list(self.streams.items()):
+            prefix, pid, engine = key
+            if engine is not None:
+                continue
+            same = [k for k in self.streams if k[:2] == (prefix, pid) and k[2] is not None]
+            if len(same) != 1:
+                continue
+            target = self.streams[same[0]]
+            st.absorb(target)  # the engine-less lines came first: the engine's stream continues them
+            st.engine, st.proc = target.engine, st.proc or target.proc
+            st.also = [r for r in st.also if r != target._own_range()]
+            st.kv_high_waiting_lines = (st.kv_high_waiting_lines + target.kv_high_waiting_lines)[:MAX_HITS_KEPT]
+            st.preemption_lines = (st.preemption_lines + target.preemption_lines)[:MAX_HITS_KEPT]
+            st.last_spec_line = max(x for x in (st.last_spec_line, target.last_spec_line, 0) if x is not None) or None
+            st.first_line = min(x for x in (st.first_line, target.first_line) if x is not None)
+            st.last_line = max(x for x in (st.last_line, target.last_line) if x is not None)
+            self.streams[same[0]] = st
+            del self.streams[key]
+
+    def time_span(self) -> tuple[float, float] | None:
+        firsts = [s.first_ts for s in self.streams.values() if s.first_ts is not None]
+        lasts = [s.last_ts for s in self.streams.values() if s.last_ts is not None]
+        return (min(firsts), max(lasts)) if firsts and lasts else None
+
+    def served_model(self) -> str | None:
+        from spec_doctor.parsers.confignorm import parse_log_payload
+
+        for c in self.config_lines:
+            model = parse_log_payload(c["text"]).get("model")
+            if isinstance(model, str):
+                return model.rstrip("/").rsplit("/", 1)[-1]
+        return None
+
+    def same_server(self, other: LogFile) -> str | None:
+        """Why `other` is another excerpt of this file's server (None: it is not, or nothing says so): the same
+        process id (or the same version and model), no disagreement on version or model, and no overlap in time
+        (one server logs one line at a time; two excerpts covering the same minutes are two servers)."""
+        if not [s for s in self.streams.values() if s.n_stats or s.n_spec] or \
+                not [s for s in other.streams.values() if s.n_stats or s.n_spec]:
+            return None
+        va, vb = self.vllm_version, other.vllm_version
+        if va is not None and vb is not None and va.value != vb.value:
+            return None
+        ma, mb = self.served_model(), other.served_model()
+        if ma and mb and ma != mb:
+            return None
+        sa, sb = self.spec_config, other.spec_config
+        if sa and sb and {k: v for k, v in sa.items() if k != "source"} != {k: v for k, v in sb.items() if k != "source"}:
+            return None  # another speculative config: another server
+        dumps_a = {c["kind"]: c["text"] for c in self.config_lines if c["kind"] in ("non-default-args", "args")}
+        dumps_b = {c["kind"]: c["text"] for c in other.config_lines if c["kind"] in ("non-default-args", "args")}
+        if any(dumps_a[k] != dumps_b[k] for k in dumps_a.keys() & dumps_b.keys()):
+            return None  # started with other arguments
+        ta, tb = self.time_span(), other.time_span()
+        if ta is not None and tb is not None and ta[0] <= tb[1] and tb[0] <= ta[1]:
+            return None
+        pa = {(s.prefix, s.proc, s.pid) for s in self.streams.values() if s.pid is not None}
+        pb = {(s.prefix, s.proc, s.pid) for s in other.streams.values() if s.pid is not None}
+        if pa & pb:
+            shared = ", ".join(f"{p[1] or 'pid'} pid={p[2]}" for p in sorted(pa & pb, key=str))
+            return f"the same process ({shared})"
+        if ta is not None and tb is not None and va is not None and vb is not None and ma and ma == mb:
+            return f"the same vLLM {va.value} serving {ma}, one excerpt after the other"
+        return None
+
+    def absorb(self, other: LogFile) -> int:
+        """Merge the stats/spec streams of a later excerpt of the same server into this file's; returns how many
+        streams were merged (the rest stay in `other`)."""
+        merged = 0
+        mine = {k: s for k, s in self.streams.items() if s.n_stats or s.n_spec}
+        theirs = {k: s for k, s in other.streams.items() if s.n_stats or s.n_spec}
+        for key, st in list(theirs.items()):
+            target = mine.get(key)
+            if target is None:
+                same_proc = [m for k, m in mine.items() if k[:2] == key[:2]]
+                if len(same_proc) == 1:
+                    target = same_proc[0]
+            if target is None and len(mine) == 1 and len(theirs) == 1:
+                target = next(iter(mine.values()))
+            if target is None:
+                continue
+            target.absorb(st)
+            del other.streams[key]
+            merged += 1
+        return merged
+
     def first_window_line(self) -> int | None:
         lines = [s.first_line for s in self.streams.values() if s.first_line is not None and s.n_stats + s.n_spec]
         return min(lines) if lines else None
@@ -553,14 +750,21 @@ def build_prefilter() -> re.Pattern[bytes]:
 
 
 CONTEXT = {b"Serving Benchmark Result": 40}
-NEEDLES = L.NEEDLES + (b"Traceback", b'File "', b"Exception", b"Serving Benchmark Result", b"vocab_size", b"undefined symbol", b"out of memory", b"not supported with spec-decode",
+NEEDLES = L.NEEDLES + (b"Traceback", b'File "', b"Exception", b"Assertion `", b"Per-position acceptance rate: ",
+                          b"Mean acceptance length: ", b"Avg Draft acceptance rate: ",
+                          b"ccepted tokens", b"ccepted_tokens",
+                          # metrics lines pasted without their log header (the prefilter anchors on `] `)
+                          b"SpecDecoding metrics: ", b"Speculative metrics: ", b"Avg prompt throughput: ", b"draft proposals", b"num_drafts", b"raft tokens",
+                          b"raft_tokens", b"at token ", b"ean acceptance length", b"Serving Benchmark Result", b"vocab_size", b"undefined symbol", b"out of memory", b"not supported with spec-decode",
                           # pydantic's error-type tag on the line after a config ValidationError
                           b"[type=")
 
 
 def parse_log(path: str, display: str | None = None, *, chunk_size: int | None = None,
-              max_line: int | None = None, reference: bool = False) -> LogFile:
-    """Parse one log file (path, '-' for stdin, .gz by magic) into a LogFile. Raises LogReadError."""
+              max_line: int | None = None, reference: bool = False, deadline: float | None = None,
+              progress: Callable[[int], None] | None = None) -> LogFile:
+    """Parse one log file (path, '-' for stdin, .gz by magic) into a LogFile. Raises LogReadError.
+    ``deadline``/``progress``: see reader.scan; a file cut at the deadline has ``.stopped`` set."""
     import os
 
     lf = LogFile(path=path, display=display or path)
@@ -574,13 +778,16 @@ def parse_log(path: str, display: str | None = None, *, chunk_size: int | None =
     stats = ReadStats(gz=gz)
     try:
         scan(stream, _prefilter(), NEEDLES, lf.feed_reference if reference else lf.feed, stats=stats,
-             context=CONTEXT, **kwargs)
+             context=CONTEXT, deadline=deadline, progress=progress, **kwargs)
     finally:
         if path != "-":
             stream.close()
     lf.ev.close()
+    lf.flush_offline()
+    lf.fold_engineless()
     lf.lines = stats.lines
     lf.truncated_lines = stats.truncated_lines
+    lf.stopped = stats.stopped
     lf.size_bytes = os.path.getsize(path) if path != "-" and os.path.exists(path) else stats.bytes_read
     lf.binary = stats.nul_bytes > 16 and lf.records == 0
     return lf
@@ -605,6 +812,8 @@ def parse_text(text: str, display: str = "<text>", *, reference: bool = False) -
     scan(io.BytesIO(text.encode("utf-8", errors="surrogateescape")), _prefilter(), NEEDLES,
          lf.feed_reference if reference else lf.feed, stats=stats, context=CONTEXT)
     lf.ev.close()
+    lf.flush_offline()
+    lf.fold_engineless()
     lf.lines = stats.lines
     lf.truncated_lines = stats.truncated_lines
     return lf

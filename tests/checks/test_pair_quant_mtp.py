@@ -1,0 +1,36 @@
+"""MTP on a quantized checkpoint: zero acceptance means missing/misbuilt MTP layers (vLLM PR #37667), and a cut-off
+argument dump does not produce a value to compare."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import run_cli
+from spec_doctor.parsers.confignorm import parse_log_payload
+
+ZERO = ("(APIServer pid=1) INFO 05-01 14:24:50 [metrics.py:96] SpecDecoding metrics: Mean acceptance length: 1.00, "
+        "Accepted throughput: 0.00 tokens/s, Drafted throughput: 69.20 tokens/s, Accepted: 0 tokens, Drafted: 692 "
+        "tokens, Per-position acceptance rate: 0.000, 0.000, Avg Draft acceptance rate: 0.0%\n")
+
+
+def findings(tmp_path, target: str) -> dict:
+    log = tmp_path / "vllm.log"
+    log.write_text(ZERO)
+    proc = run_cli("check", "--log", str(log), "--target", target, "--draft", "mtp", "--format", "json")
+    return {f["id"]: f for f in json.loads(proc.stdout)["findings"]}
+
+
+def test_zero_acceptance_on_a_quantized_mtp_checkpoint(tmp_path):
+    f = findings(tmp_path, "org/Some-80B-A3B-Instruct-FP8")
+    assert f["pair.quantization.mtp-head"]["category"] == "quantization"
+    assert f["pair.quantization.mtp-head"]["severity"] == "error"
+    # Nothing works at all: a smaller K would change nothing.
+    assert "logs.acceptance.k-too-large" not in f
+    plain = findings(tmp_path, "org/Some-80B-A3B-Instruct")
+    assert "pair.quantization.mtp-head" not in plain
+
+
+def test_cut_off_dump_drops_its_incomplete_last_value():
+    assert parse_log_payload("non-default args: {'model_tag': '/home/user/ai") == {}
+    assert parse_log_payload("Namespace(model='x', tensor_parallel_size=2, max_num_seqs=6") == \
+        {"model": "x", "tensor_parallel_size": 2}
