@@ -88,6 +88,25 @@ def _simple_row(store: FactStore, label: str, kind: str, fact: str) -> dict[str,
             "reason": reason}
 
 
+def _models_row(store: FactStore, label: str) -> dict[str, Any]:
+    """--target/--draft: used when a model could be read, or when the draft names a method (ngram, suffix, mtp,
+    eagle3:PATH) that the speculation evidence took up."""
+    seen = [_fact(store, name) for name in ("models.target", "models.draft", "models.pair", "config.deployment")]
+    if not any(got for got, _, _ in seen):
+        return {"input": label, "kind": "models", "ok": None, "speculation": False,
+                "reason": "not used (no check that reads the models ran)"}
+    models_ok = any(value is not None for _, value, _ in seen[:3])
+    # --draft alone (a method such as suffix or ngram, or a draft model) makes the deployment config's
+    # speculative settings, which the config checks judge.
+    dep = seen[3][1]
+    named = bool(store.inputs.draft) and getattr(dep, "speculative", None) is not None
+    ok = models_ok or named
+    reason = None if ok else next((r for _, _, r in seen[:3] if r), "not usable")
+    # A target alone says nothing about speculation; a pair (or a draft method) does.
+    spec = named or seen[2][1] is not None
+    return {"input": label, "kind": "models", "ok": ok, "speculation": spec, "reason": reason}
+
+
 @provides("inputs.status")
 def inputs_status(store: FactStore) -> list[dict[str, Any]]:
     inputs = store.inputs
@@ -97,7 +116,7 @@ def inputs_status(store: FactStore) -> list[dict[str, Any]]:
         rows.append(_simple_row(store, label, "config", "config.deployment"))
     if inputs.target or inputs.draft:
         label = " ".join(f"--{k} {v}" for k, v in (("target", inputs.target), ("draft", inputs.draft)) if v)
-        rows.append(_simple_row(store, label, "models", "models.target"))
+        rows.append(_models_row(store, label))
     for url in inputs.servers:
         got, info, reason = _fact(store, "server.info")
         one = info.get(url) if isinstance(info, dict) else None

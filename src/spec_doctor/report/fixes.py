@@ -11,6 +11,7 @@ fix may change ``num_speculative_tokens`` only when its finding is about K (know
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from dataclasses import replace
 from typing import Any
@@ -21,6 +22,7 @@ from spec_doctor.knowledge.data import load
 from spec_doctor.knowledge.specdata import boolean_flags, canonical_flag, legacy_spec_flags
 from spec_doctor.parsers.cmdline import parse_command, tokenize
 
+SHELL_OPS = {"&", "&&", "|", "||", ";", ">", ">>", "<", "2>", "2>>", "&>"}
 PLACEHOLDERS = {"...", "…", "MODEL", "DRAFT", "TARGET", "X", "N", "K"}
 
 
@@ -88,6 +90,11 @@ def apply_flags(user_cmd: str, fix_cmd: str, category: str) -> str | None:
         return None
     try:
         user, fix = tokenize(user_cmd), tokenize(fix_cmd)
+        # The vLLM command only: a redirection or `&` after it is how it was launched, not a setting.
+        ops = [i for i, t in enumerate(user) if t in SHELL_OPS or t.startswith((">", "<")) or re.match(r"^\d>", t)]
+        user = user[: ops[0]] if ops else user
+        if parse_command(shlex.join(user)).positional:
+            return None  # words the parser could not place (an unquoted JSON): not safe to rebuild
     except InputError:
         return None
     if not fix or _has_placeholder(fix):
@@ -128,7 +135,23 @@ def apply_flags(user_cmd: str, fix_cmd: str, category: str) -> str | None:
         if name:
             words.append(name)
         words += [_quote(v) for v in values]
-    return " ".join(words)
+    out = " ".join(words)
+    return out if _keeps_settings(shlex.join(user), out, {n for n, _ in fix_flags}) else None
+
+
+def _keeps_settings(user_cmd: str, out: str, changed: set[str]) -> bool:
+    """The rebuilt command parses back to the user's every setting except the flags the fix sets (a safety net:
+    a command this module cannot reproduce exactly is left to the check's own fix)."""
+    try:
+        before, after = parse_command(user_cmd), parse_command(out)
+    except InputError:
+        return False
+    if any(isinstance(v, dict) and "__malformed__" in v for v in before.args.values()):
+        return False  # the user's own JSON is broken: its own finding says how to write it
+    dests = {n.lstrip("-").replace("-", "_") for n in changed}
+    legacy = set(legacy_spec_flags()) if "speculative_config" in dests else set()
+    return (not after.positional and before.env == after.env
+            and all(after.args.get(k) == v for k, v in before.args.items() if k not in dests | legacy | {"model"}))
 
 
 def _same_command(a: str, b: str) -> bool:
