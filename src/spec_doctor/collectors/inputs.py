@@ -52,8 +52,26 @@ def _log_rows(store: FactStore) -> list[dict[str, Any]]:
     return rows
 
 
+def _prometheus_row(store: FactStore) -> dict[str, Any]:
+    """--prometheus: used when the store answered with at least one vLLM server's series."""
+    prom = store.inputs.prometheus
+    label = f"--prometheus {prom.url if prom is not None else ''}"
+    got, pairs, reason = _fact(store, "metrics.scrapes")
+    if not got:
+        return {"input": label, "kind": "metrics", "ok": None, "speculation": False,
+                "reason": "not read (no check that reads /metrics ran)"}
+    usable = [p for p in pairs or [] if p.after is not None]
+    if not usable:
+        why = reason or next((p.error for p in pairs or [] if p.error), None) or "no vLLM server in the answer"
+        return {"input": label, "kind": "metrics", "ok": False, "speculation": False, "reason": why}
+    return {"input": label, "kind": "metrics", "ok": True,
+            "speculation": any(getattr(p.after, "has_vllm", True) for p in usable), "reason": None}
+
+
 def _metrics_rows(store: FactStore) -> list[dict[str, Any]]:
     inputs = store.inputs
+    if inputs.prometheus is not None:
+        return [_prometheus_row(store)]
     given = [f"--metrics-url {u}" for u in inputs.metrics_urls] or [f"--metrics-file {p}"
                                                                      for p in inputs.metrics_baseline]
     if not given:
