@@ -178,7 +178,7 @@ def speedup_estimate(store: FactStore) -> dict[str, Any]:
         missing.append("the GPU (run on the GPU machine for NVML, or pass --gpu NAME, e.g. --gpu H100)")
     # The target's size only for a server whose speculation was observed: reading it otherwise would count the
     # model inputs as consulted (inputs.status) for nothing.
-    size = _target_size(store) if obs is not None else {"weights": 1, "params": 1}
+    size: dict[str, Any] = _target_size(store) if obs is not None else {"weights": 1, "params": 1, "notes": []}
     if not size["weights"] or not size["params"]:
         missing.append("the target's size (its start-up log with 'Model loading took', or --target MODEL_DIR "
                        "with config.json or safetensors)")
