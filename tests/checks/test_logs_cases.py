@@ -171,3 +171,22 @@ def test_cuda_graph_warning_only_when_speculating():
             "equivalent to setting -cc.mode=none -cc.cudagraph_mode=none")
     assert "logs.errors.enforce-eager" not in _run(C.known_errors, _facts(warn))
     assert "logs.errors.enforce-eager" in _run(C.known_errors, _facts(warn + "\n" + _window(0)))
+
+
+def test_one_window_is_a_measurement_caveat_only_when_runs_are_compared():
+    import spec_doctor.checks.logs as C
+
+    v0 = ("INFO 10-16 19:05:47 metrics.py:367] Speculative metrics: Draft acceptance rate: 0.642, System efficiency: "
+          "0.598, Number of speculative tokens: 3, Number of accepted tokens: 8547, Number of draft tokens: 13311, "
+          "Number of emitted tokens: 10616.")
+    # One metrics line of one run: speculation is seen working, and no speed is being compared.
+    assert "logs.measurement.single-window" not in _run(C.measurement, _facts(v0))
+    assert "logs.measurement.single-window" not in _run(C.measurement, _facts(_window(0)))
+    # Two runs, one stats window each (with and without speculation): too little to compare their speed.
+    two = {"logs.files": [parse_text(_window(0, spec=False), "a.log"), parse_text(_window(0), "b.log")],
+           "vllm.version": None}
+    assert "logs.measurement.single-window" in _run(C.measurement, two)
+    # The same runs over several windows each: no caveat.
+    many = {"logs.files": [parse_text("\n".join(_window(i, spec=False) for i in range(4)), "a.log"),
+                           parse_text("\n".join(_window(i) for i in range(4)), "b.log")], "vllm.version": None}
+    assert "logs.measurement.single-window" not in _run(C.measurement, many)
