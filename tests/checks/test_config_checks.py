@@ -269,3 +269,24 @@ def test_rules_on_an_inferred_range_and_the_v0_draft_tp_default():
                                                    "vllm.version": Sourced(Version("0.6.4"), "--vllm-version")})}
     # 0.6.4 needs draft TP 1 with chunked prefill; no draft TP given means the target's (8).
     assert stated["config.parallel.chunked-prefill"].data == {"draft_tp": 8, "rule": "chunked-prefill-draft-tp"}
+
+
+def test_low_max_num_seqs_is_a_fault_only_when_requests_queue_behind_it():
+    from spec_doctor.parsers.logparse import parse_text
+
+    cmd = "vllm serve m --max-num-seqs 2 --speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 3}'"
+    line = ("INFO 11-20 14:00:{s:02d} [loggers.py:335] Engine 000: Avg prompt throughput: 50.0 tokens/s, Avg "
+            "generation throughput: 100.0 tokens/s, Running: {r} reqs, Waiting: {w} reqs, GPU KV cache usage: 5.0%, "
+            "Prefix cache hit rate: 0.0%")
+
+    def log(r, w):
+        return [parse_text("\n".join(line.format(s=10 * i, r=r, w=w) for i in range(3)), "t.log")]
+
+    # No periodic stats: whether traffic ever queued is unknown, so a note, not a warning.
+    blind = run(cmd, "0.12.0")["config.scheduler.max-num-seqs-low"]
+    assert blind.severity is Severity.INFO
+    # Requests waiting while the cap is reached: the setting holds the batch back.
+    queued = run(cmd, "0.12.0", **{"logs.files": log(2, 5)})["config.scheduler.max-num-seqs-low"]
+    assert queued.severity is Severity.WARNING and len(queued.evidence) == 2
+    # Stats show nobody waiting (a batch-1 / latency setup): nothing to fix.
+    assert "config.scheduler.max-num-seqs-low" not in run(cmd, "0.12.0", **{"logs.files": log(1, 0)})

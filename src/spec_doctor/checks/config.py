@@ -780,9 +780,21 @@ def cudagraph(facts: Mapping[str, Any]) -> list[Finding]:
 
 # ---------------------------------------------------------------------------------------------------
 
+def _queue_at_limit(files: Any, seqs: int | None) -> tuple[str, int] | bool:
+    """Did requests queue behind --max-num-seqs? (source, max waiting) when a stats stream ran `seqs` requests
+    with others waiting; False when periodic stats were seen and nothing queued; True when no stats tell."""
+    streams = [s for f in files or [] if not getattr(f, "error", None) for s in f.stats_streams if s.n_stats]
+    if not streams:
+        return True
+    for s in streams:
+        if seqs is not None and s.max_running >= seqs and s.max_waiting > 0:
+            return s.lines_range(), s.max_waiting
+    return False
+
+
 @check("config.scheduler", categories=[Category.SCHEDULER_CONFIG, Category.OOM, Category.K_TOO_LARGE,
                                        Category.HIGH_TEMPERATURE],
-       needs=["config.deployment"], wants=["vllm.version", "models.target"], sources=[SIGNALS, DOCS],
+       needs=["config.deployment"], wants=["vllm.version", "models.target", "logs.files"], sources=[SIGNALS, DOCS],
        findings={
            "config.scheduler.max-num-seqs-low": "--max-num-seqs so low that requests queue instead of batching",
            "config.scheduler.batched-tokens": "--max-num-batched-tokens below (k+1) x max-num-seqs",
@@ -807,11 +819,19 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
     out: list[Finding] = []
     k = spec.num_speculative_tokens
     seqs = cfg.max_num_seqs
-    if seqs is not None and seqs <= 4:
+    queue = _queue_at_limit(facts.get("logs.files"), seqs) if seqs is not None and seqs <= 4 else False
+    if queue is not False:
+        # A low cap is a common, deliberate choice with speculation (a latency or batch-1 setup: speculation
+        # pays most at small batches), so it is a fault only when requests are seen queueing behind it; with
+        # no periodic stats to tell, it is a note.
+        queued = isinstance(queue, tuple)
         out.append(Finding(
-            "config.scheduler.max-num-seqs-low", Category.SCHEDULER_CONFIG, Severity.WARNING, 0.5,
+            "config.scheduler.max-num-seqs-low", Category.SCHEDULER_CONFIG,
+            Severity.WARNING if queued else Severity.INFO, 0.7 if queued else 0.35,
             f"--max-num-seqs {seqs}: at most {seqs} request(s) run at once, the rest wait",
-            evidence=(Evidence(cfg.source_of("max_num_seqs"), f"max_num_seqs={seqs}"),),
+            evidence=(Evidence(cfg.source_of("max_num_seqs"), f"max_num_seqs={seqs}"),
+                      *((Evidence(queue[0], f"Running {seqs} reqs with up to {queue[1]} waiting"),)
+                        if isinstance(queue, tuple) else ())),
             fix=Fix("Allow more concurrent sequences if the traffic has them:", ("--max-num-seqs 64",)),
             impact="higher throughput under concurrent load (latency of a single request is unchanged)",
             impact_score=0.4, data={"max_num_seqs": seqs}))
