@@ -290,3 +290,12 @@ def test_low_max_num_seqs_is_a_fault_only_when_requests_queue_behind_it():
     assert queued.severity is Severity.WARNING and len(queued.evidence) == 2
     # Stats show nobody waiting (a batch-1 / latency setup): nothing to fix.
     assert "config.scheduler.max-num-seqs-low" not in run(cmd, "0.12.0", **{"logs.files": log(1, 0)})
+
+
+def test_batched_token_shortfall_weighs_by_its_size():
+    spec = "--speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 3}'"
+    near = run(f"vllm serve m --max-num-seqs 64 --max-num-batched-tokens 250 {spec}", "0.12.0")
+    far = run(f"vllm serve m --max-num-seqs 64 --max-num-batched-tokens 64 {spec}", "0.12.0")
+    a, b = near["config.scheduler.batched-tokens"], far["config.scheduler.batched-tokens"]
+    assert a.data == {"need": 256, "have": 250} and b.data == {"need": 256, "have": 64}
+    assert b.score > a.score and b.confidence > a.confidence

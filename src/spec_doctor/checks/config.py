@@ -839,14 +839,20 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
     if mbt is not None and k and seqs:
         need = (k + 1) * seqs
         if mbt < need:
+            # Grows with the shortfall: a budget just under a full batch's (k+1) x seqs only splits the
+            # largest batches; one a fraction of it splits every busy step (and vLLM refuses below max_num_seqs,
+            # SchedulerConfig._verify_args).
+            short = 1 - mbt / need
             out.append(Finding(
-                "config.scheduler.batched-tokens", Category.SCHEDULER_CONFIG, Severity.WARNING, 0.6,
+                "config.scheduler.batched-tokens", Category.SCHEDULER_CONFIG, Severity.WARNING,
+                round(0.5 + 0.4 * short, 3),
                 f"--max-num-batched-tokens {mbt} < (k+1) x max-num-seqs = {need}: a full batch cannot verify "
                 "its drafts in one step",
                 evidence=(Evidence(cfg.source_of("max_num_batched_tokens"), f"max_num_batched_tokens={mbt}"),
                           Evidence(cfg.source_of("max_num_seqs"), f"max_num_seqs={seqs}"), _spec_ev(cfg)),
                 fix=Fix("Raise the token budget (or lower max-num-seqs):", (f"--max-num-batched-tokens {need}",)),
-                impact="full batches verify in one step", impact_score=0.4, data={"need": need, "have": mbt}))
+                impact="full batches verify in one step", impact_score=round(0.3 + 0.5 * short, 3),
+                data={"need": need, "have": mbt}))
     if cfg.args.get("enable_chunked_prefill") is False and (version is None or _base(version) >= Version("0.10.0")):
         out.append(Finding(
             "config.scheduler.chunked-prefill-off", Category.SCHEDULER_CONFIG,
