@@ -240,3 +240,10 @@ def test_a_large_fleet_cites_a_bounded_number_of_servers(fake):
     assert "10.1.0.99:8000" in f["title"] and "10.1.0.99:8000" in f["evidence"][0]["detail"]
     assert len(f["evidence"]) == 13 and f["evidence"][-1]["detail"].startswith("... and 29 more server(s)")
     assert len(f["data"]["servers"]) == 12
+
+
+def test_metrics_summary_is_keyed_by_instance(fake):
+    FakeProm.fleet = {"a:8000": replica(900), "b:8000": replica(100)}
+    engines = run(fake)["sections"]["metrics"]["engines"]
+    assert set(engines) == {"m / engine 0 / a:8000", "m / engine 0 / b:8000"}
+    assert engines["m / engine 0 / b:8000"]["acceptance"]["acceptance_rate"] == pytest.approx(100 / 1200, abs=1e-4)

@@ -144,7 +144,8 @@ def metrics_summary(store: FactStore) -> dict:
                                        "tokens_per_step": r(d.mean_acceptance_length),
                                        "per_position": [r(p) for p in d.per_position_rates]}
             # Keyed by model and engine (not by URL or file) so that `compare` matches them across two runs.
-            key = f"{d.model or 'model'} / engine {d.engine or '-'}" + (f" / window {i + 1}" if len(windows) > 1 else "")
+            where = f" / {w.server}" if w.server else (f" / window {i + 1}" if len(windows) > 1 else "")
+            key = f"{d.model or 'model'} / engine {d.engine or '-'}" + where
             out[key] = entry
     if not out:
         raise FactUnavailable("no vLLM engine in the /metrics windows")

@@ -217,7 +217,6 @@ class PromClient:
 
     def _text(self, resp: Any) -> Iterator[str]:
         """The decoded body in chunks (gzip undone), never more than max_bytes."""
-
         gz = (resp.headers.get("Content-Encoding") or "").lower() == "gzip"
         inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if gz else None
         dec = codecs.getincrementaldecoder("utf-8")("replace")
