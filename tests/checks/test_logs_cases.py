@@ -190,3 +190,16 @@ def test_one_window_is_a_measurement_caveat_only_when_runs_are_compared():
     many = {"logs.files": [parse_text("\n".join(_window(i, spec=False) for i in range(4)), "a.log"),
                            parse_text("\n".join(_window(i) for i in range(4)), "b.log")], "vllm.version": None}
     assert "logs.measurement.single-window" not in _run(C.measurement, many)
+
+
+def test_fast_target_confidence_grows_with_the_plain_decode_speed():
+    import spec_doctor.checks.logs as C
+
+    def fast(g):
+        return _run(C.regime, _facts("\n".join(_window(i, spec=False, r=1, g=g) for i in range(3)))).get(
+            "logs.regime.fast-target")
+
+    assert fast(150.0) is None  # below the line: a target this slow leaves speculation room
+    near, far = fast(210.0), fast(420.0)
+    assert near is not None and far is not None and far.confidence > near.confidence >= 0.6
+    assert far.confidence <= 0.85

@@ -5,6 +5,7 @@ All facts come from one streaming parse (`logs.files`, doctor/collectors/logs.py
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping
 from functools import lru_cache
@@ -454,7 +455,10 @@ def _regime_stream(f, s, k_cfg: int | None, version) -> list[Finding]:
         if rates and max(rates) >= FAST_TARGET_TOKS_PER_SEQ:
             best = max(range(len(rates)), key=lambda i: rates[i])
             w = solo[best]
-            out.append(Finding("logs.regime.fast-target", Category.TARGET_TOO_SMALL, Severity.WARNING, 0.6,
+            # Surer the further the plain decode speed is above the line: at twice it a step takes half the
+            # time, so speculation's fixed per-step cost weighs twice as much.
+            conf = round(min(0.85, 0.6 + 0.25 * math.log2(rates[best] / FAST_TARGET_TOKS_PER_SEQ)), 3)
+            out.append(Finding("logs.regime.fast-target", Category.TARGET_TOO_SMALL, Severity.WARNING, conf,
                                f"Without speculation one sequence already decodes at {rates[best]:.0f} tok/s: "
                                f"the target is too fast for drafting overhead to pay",
                                (Evidence(f"{f.display}:{w.line}", f"Avg generation throughput {w.stats.gen_tps} tok/s "
