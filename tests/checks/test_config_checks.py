@@ -309,3 +309,13 @@ def test_k_large_respects_block_parallel_drafters():
     assert k_large("eagle3", 10) is not None  # one pass per drafted token: K=10 wastes
     assert k_large("dflash", 10) is None and k_large("dflash", 15) is None  # one pass drafts the whole block
     assert k_large("dflash", 64) is not None and k_large("dflash", 64).severity is Severity.ERROR
+
+
+def test_unknown_version_note_is_moot_when_the_log_shows_the_method_running_on_v1():
+    cmd = "vllm serve m --speculative-config '{\"method\": \"eagle3\", \"model\": \"d\", \"num_speculative_tokens\": 3}'"
+    assert "config.method.version-unknown" in run(cmd, None)
+    v1 = [{"source": "t.log:3", "formats": ["v1"], "drafted": 300, "accepted": 120}]
+    assert "config.method.version-unknown" not in run(cmd, None, **{"logs.acceptance": v1})
+    # V0 metrics say it ran, but not on which engine (0.8.x falls back to V0 for some methods): the note stays.
+    v0 = [{"source": "t.log:3", "formats": ["v0"], "drafted": 300, "accepted": 120}]
+    assert "config.method.version-unknown" in run(cmd, None, **{"logs.acceptance": v0})

@@ -407,7 +407,9 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
     upgrade = (f"pip install -U 'vllm>={support.first_supported}'",) if support.first_supported else ()
     if version is None:
         gaps = [s for s in row.get("support", []) if s["status"] != "supported"]
-        if gaps:
+        # A V1 spec metrics line with drafted tokens shows this release running the method on V1: none of the
+        # gaps (unsupported, V0 fallback, V1 opt-in) can apply, so the unknown version changes no verdict.
+        if gaps and _ran(facts, v1=True) is None:
             ranges = "; ".join(f"{s['status']} in {s['versions']}" for s in gaps)
             out.append(Finding("config.method.version-unknown", Category.ENV_VERSION, Severity.INFO, 0.4,
                                f"'{name}' ({label}) works only in some vLLM releases; the version is unknown",
@@ -538,10 +540,11 @@ def _rule_overlaps(rule: Mapping[str, Any], low: Version, high: Version) -> bool
     return any(p in spec for p in points)
 
 
-def _ran(facts: Mapping[str, Any]) -> str | None:
-    """Where the log shows speculation drafting (spec-decode metrics with drafted tokens), else None."""
+def _ran(facts: Mapping[str, Any], *, v1: bool = False) -> str | None:
+    """Where the log shows speculation drafting (spec-decode metrics with drafted tokens; `v1`: in a V1 metrics
+    format), else None."""
     for a in facts.get("logs.acceptance") or []:
-        if (a.get("drafted") or 0) > 0:
+        if (a.get("drafted") or 0) > 0 and not (v1 and "v0" in (a.get("formats") or ["v0"])):
             return str(a.get("source") or "log")
     return None
 
