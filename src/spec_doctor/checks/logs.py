@@ -655,12 +655,15 @@ def prefix_cache(facts: Mapping[str, Any]) -> list[Finding]:
 
 # -- logs.measurement ----------------------------------------------------------------------------
 @check("logs.measurement", categories=["measurement", "high-temperature", "low-acceptance"], needs=["logs.files"],
-       wants=["vllm.version"],
+       wants=["vllm.version", "config.deployment", "spec.evidence"],
        findings={"logs.measurement.single-window": "one stats window cannot support a speed verdict",
                  "logs.measurement.unequal-windows": "the compared runs had different prefill load or cache hits",
                  "logs.measurement.bench-temperature": "a `vllm bench serve` result from a release that samples at T>0 by default",
-                 "logs.measurement.bench-low-acceptance": "the benchmark reports low acceptance"},
-       sources=["https://github.com/vllm-project/vllm/issues/33497", STATS])
+                 "logs.measurement.bench-low-acceptance": "the benchmark reports low acceptance",
+                 "logs.measurement.bench-peak-chunks": "a benchmark's peak throughput below its average: it counts "
+                                                      "streamed chunks, not tokens"},
+       sources=["https://github.com/vllm-project/vllm/issues/33497", STATS,
+                "https://github.com/vllm-project/vllm/pull/50677"])
 def measurement(facts: Mapping[str, Any]) -> list[Finding]:
     """Can the evidence support a speed verdict? One 10-second window cannot; two runs compared with
     different prefill load (prompt throughput, prefix-cache hits) are not like-for-like; a `vllm bench serve`
@@ -710,18 +713,38 @@ def measurement(facts: Mapping[str, Any]) -> list[Finding]:
                                    ("vllm bench serve --dataset-name sharegpt --temperature 0.0 --seed 0 "
                                     "--num-prompts 200",)), impact_score=0.5))
     bug = _bugs()["bench-default-temperature"]
+    spec_on = _spec_on(facts)
     for f in files:
         for b in f.bench:
             src = f"{f.display}:{b['line']}-{b.get('last_line', b['line'])}"
             inside = _in(version, bug.get("versions"))
-            if inside is not False:
+            # Sampling lowers acceptance only where something speculated: the block's own acceptance rows or
+            # speculation seen in another input.
+            measured_spec = spec_on or any(k in b for k in ("acceptance_rate", "acceptance_length", "draft_tokens"))
+            if inside is not False and measured_spec:
                 conf = 0.6 if inside else 0.4
-                out.append(Finding("logs.measurement.bench-temperature", Category.HIGH_TEMPERATURE, Severity.WARNING, conf,
+                # Unknown release: the default may still be greedy, so it is a question to check, not a fault.
+                sev = Severity.WARNING if inside else Severity.INFO
+                out.append(Finding("logs.measurement.bench-temperature", Category.HIGH_TEMPERATURE, sev, conf,
                                    bug["title"] + " (acceptance from this run is lower than at T=0)",
                                    (Evidence(src, "`vllm bench serve` result block"
                                              + (f" from vLLM {version}" if version else "")),),
                                    Fix(bug["fix"], tuple(bug["commands"])), impact=bug.get("meaning"),
                                    impact_score=0.6, data={"bench": {k: v for k, v in b.items() if k != "source"}}))
+            peak, mean = b.get("peak_output_token_throughput_tok_s"), b.get("output_token_throughput_tok_s")
+            if peak is not None and mean and peak < threshold("bench_peak_below_mean") * mean:
+                # A figure that misleads, not a fault of the server: a note (like one stats window).
+                out.append(Finding("logs.measurement.bench-peak-chunks", Category.MEASUREMENT, Severity.INFO, 0.75,
+                                   f"The benchmark's peak output throughput ({peak:g} tok/s) is below its average "
+                                   f"({mean:g} tok/s): the peak counts streamed chunks, and speculation sends several "
+                                   "tokens per chunk",
+                                   (Evidence(src, f"Output token throughput {mean:g} tok/s, Peak output token "
+                                                  f"throughput {peak:g} tok/s ({peak / mean:.0%} of the average)"),),
+                                   Fix("Judge speed by the average output throughput, TPOT or the server's token "
+                                       "counters, not by the peak figure, when speculation is on.",
+                                       ("vllm bench serve ... --temperature 0.0  # compare Mean TPOT",)),
+                                   impact="A speculative run looks slower than it is.", impact_score=0.4,
+                                   data={"peak_tok_s": peak, "mean_tok_s": mean}))
             rate = b.get("acceptance_rate")
             if rate is not None and rate < 100 * threshold("low_acceptance"):
                 out.append(Finding("logs.measurement.bench-low-acceptance", Category.LOW_ACCEPTANCE, Severity.WARNING, 0.6,

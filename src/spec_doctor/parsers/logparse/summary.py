@@ -565,6 +565,10 @@ class LogFile:
                 self.bench.append({"source": self.src(lineno), "line": lineno})
             return True
         m = L.BENCH_FIELD.match(msg)
+        if m and "throughput (tok/s)" in m.group(1) and not (self.bench and lineno - self.bench[-1]["line"] <= 60) \
+                and len(self.bench) < 10:
+            # Rows of a result block quoted without its banner (an excerpt in an issue or PR): a block of its own.
+            self.bench.append({"source": self.src(lineno), "line": lineno, "headerless": True})
         if m and self.bench and lineno - self.bench[-1]["line"] <= 60:
             key = re.sub(r"[^a-z0-9]+", "_", m.group(1).lower()).strip("_")
             self.bench[-1][key] = float(m.group(2))
@@ -767,7 +771,9 @@ NEEDLES = L.NEEDLES + (b"Traceback", b'File "', b"Exception", b"Assertion `", b"
                           b"SpecDecoding metrics: ", b"Speculative metrics: ", b"Avg prompt throughput: ", b"draft proposals", b"num_drafts", b"raft tokens",
                           b"raft_tokens", b"at token ", b"ean acceptance length", b"Serving Benchmark Result", b"vocab_size", b"undefined symbol", b"out of memory", b"not supported with spec-decode",
                           # pydantic's error-type tag on the line after a config ValidationError
-                          b"[type=")
+                          b"[type=",
+                          # `vllm bench serve` throughput rows quoted without the result banner
+                          b" throughput (tok/s):")
 
 
 def parse_log(path: str, display: str | None = None, *, chunk_size: int | None = None,
