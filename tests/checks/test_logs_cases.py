@@ -249,3 +249,15 @@ def test_bench_temperature_only_where_speculation_is_measured():
     # Release unknown: the default may still be greedy, so a note.
     assert _run(C.measurement, _facts(spec))["logs.measurement.bench-temperature"].severity.value == "info"
     assert "logs.measurement.bench-temperature" not in _run(C.measurement, _facts(spec, version="0.10.0"))
+
+
+def test_v0_stage_times_count_as_spec_stats():
+    import spec_doctor.checks.logs as C
+
+    dep = DeploymentConfig(origin="--cmd", speculative=SpecConfig(method="draft_model", model="d",
+                                                                  num_speculative_tokens=3, source="--cmd"))
+    start = "INFO 10-25 02:19:00 llm_engine.py:237] Initializing an LLM engine (v0.6.3) with config: model='m'"
+    times = ("INFO 10-25 02:19:22 spec_decode_worker.py:976] SpecDecodeWorker stage times: "
+             "average_time_per_proposal_tok_ms=5.56 scoring_time_ms=43.28 verification_time_ms=1.52")
+    assert "logs.silent.no-stats" in _run(C.silent, _facts(start, dep))
+    assert "logs.silent.no-stats" not in _run(C.silent, _facts(start + "\n" + times, dep))
