@@ -261,3 +261,20 @@ def test_v0_stage_times_count_as_spec_stats():
              "average_time_per_proposal_tok_ms=5.56 scoring_time_ms=43.28 verification_time_ms=1.52")
     assert "logs.silent.no-stats" in _run(C.silent, _facts(start, dep))
     assert "logs.silent.no-stats" not in _run(C.silent, _facts(start + "\n" + times, dep))
+
+
+def test_rates_without_counts_are_notes_at_the_floor_confidence():
+    import spec_doctor.checks.logs as C
+
+    # Per-position curve quoted without the line's counts: the tail is wasted, but the sample is unknown.
+    got = _run(C.acceptance, _facts("Per-position acceptance rate: 0.610, 0.280, 0.090, 0.030\n"))
+    k = got["logs.acceptance.k-too-large"]
+    assert k.severity.value == "info" and k.confidence <= 0.3 and k.data["suggested_k"] == 2
+    low = _run(C.acceptance, _facts("Per-position acceptance rate: 0.120, 0.020, 0.004\n"))["logs.acceptance.low"]
+    assert low.severity.value == "info"
+    # A healthy curve without counts stays healthy.
+    ok = _run(C.acceptance, _facts("Per-position acceptance rate: 0.900, 0.800, 0.700\n"))
+    assert "logs.acceptance.healthy" in ok and "logs.acceptance.low" not in ok
+    # The same weak tail over counted drafts is a warning.
+    counted = _run(C.acceptance, _facts("\n".join(_window(i, pp=(0.61, 0.28, 0.09, 0.03)) for i in range(6))))
+    assert counted["logs.acceptance.k-too-large"].severity.value == "warning"

@@ -228,6 +228,10 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
     src = s.lines_range()
     engine = "V0" if v0 else "V1"
     per = s.per_position
+    if mal is None and per and not v0:
+        # V1's per-position rates are accepted-at-position / drafts, so they sum to accepted / drafts: the mean
+        # acceptance length is 1 + their sum (vllm/v1/spec_decode/metrics.py).
+        mal = 1.0 + sum(per)
     data = {"k": k, "mean_acceptance_length": mal, "acceptance_rate": rate, "per_position": list(per),
             "windows": s.n_spec, "accepted": s.accepted, "drafted": s.drafted, "engine": engine}
     desc = (f"{mal:.2f} tokens/step" if mal else "tokens/step unknown") + \
@@ -252,7 +256,10 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
                            impact=bug.get("meaning"), impact_score=0.6,
                            data={**data, "first_zero_position": tail + 1, "chance": chance}))
     low = False
-    if s.drafted >= threshold("min_drafted_tokens"):
+    # Lines cut before their counts (pieces, quoted excerpts) still show rates; their sample is unknown, so
+    # what they say is a note at the floor confidence, never a warning.
+    uncounted = s.drafted <= 0 and s.pos_drafts <= 0
+    if s.drafted >= threshold("min_drafted_tokens") or uncounted:
         if v0:
             eff = (mal / (k + 1)) if (mal and k) else None
             low = eff is not None and eff < threshold("low_system_efficiency")
@@ -266,7 +273,8 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
     if low:
         # At a hot temperature sampling is not ruled out (sampling.temperature reports that): the draft
         # itself can only be judged at T=0.
-        out.append(Finding("logs.acceptance.low", Category.LOW_ACCEPTANCE, Severity.INFO if hot else Severity.WARNING,
+        out.append(Finding("logs.acceptance.low", Category.LOW_ACCEPTANCE,
+                           Severity.INFO if hot or uncounted else Severity.WARNING,
                            0.35 if hot else acc.evidence_confidence(0.7, s.drafted,
                                                                     10 * threshold("min_drafted_tokens")),
                            f"The draft is rarely accepted: {desc}"
@@ -287,14 +295,16 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
                            acc.evidence_confidence(0.7, s.drafted or 1, threshold("min_drafted_tokens")),
                            f"Speculation is on and {_fmt_rate(rate)} of drafted tokens are accepted", (ev,), data=data))
     # K too large: the last position is almost never accepted (gradual curve, not exact zeros).
-    if tail is None and not hot and len(per) >= 2 and per[-1] < 0.10 and s.pos_drafts >= 50 and per[0] >= 0.15:
+    if tail is None and not hot and len(per) >= 2 and per[-1] < 0.10 and (s.pos_drafts >= 50 or uncounted) \
+            and per[0] >= 0.15:
         # (When not even the first position is accepted, a smaller K changes nothing: the drafter is the problem.)
         keep = max(1, sum(1 for p in per if p >= 0.15))
         # Stronger with more drafts behind the curve and with more wasted positions (K=15 with 3 working ones
         # wastes far more than K=4 with 3).
         wasted = (len(per) - keep) / len(per)
         conf = acc.evidence_confidence(0.45 + 0.3 * wasted, s.pos_drafts, 200)
-        out.append(Finding("logs.acceptance.k-too-large", Category.K_TOO_LARGE, Severity.WARNING, conf,
+        out.append(Finding("logs.acceptance.k-too-large", Category.K_TOO_LARGE,
+                           Severity.INFO if uncounted else Severity.WARNING, conf,
                            f"Draft positions {keep + 1}-{len(per)} are accepted less than 15% of the time; K={len(per)} "
                            f"wastes verification", (ev,),
                            Fix(f"Lower num_speculative_tokens to {keep}.",
