@@ -743,20 +743,20 @@ def measurement(facts: Mapping[str, Any]) -> list[Finding]:
                                              + (f" from vLLM {version}" if version else "")),),
                                    Fix(bug["fix"], tuple(bug["commands"])), impact=bug.get("meaning"),
                                    impact_score=0.6, data={"bench": {k: v for k, v in b.items() if k != "source"}}))
-            peak, mean = b.get("peak_output_token_throughput_tok_s"), b.get("output_token_throughput_tok_s")
-            if peak is not None and mean and peak < threshold("bench_peak_below_mean") * mean:
+            peak, avg = b.get("peak_output_token_throughput_tok_s"), b.get("output_token_throughput_tok_s")
+            if peak is not None and avg and peak < threshold("bench_peak_below_mean") * avg:
                 # A figure that misleads, not a fault of the server: a note (like one stats window).
                 out.append(Finding("logs.measurement.bench-peak-chunks", Category.MEASUREMENT, Severity.INFO, 0.75,
                                    f"The benchmark's peak output throughput ({peak:g} tok/s) is below its average "
-                                   f"({mean:g} tok/s): the peak counts streamed chunks, and speculation sends several "
+                                   f"({avg:g} tok/s): the peak counts streamed chunks, and speculation sends several "
                                    "tokens per chunk",
-                                   (Evidence(src, f"Output token throughput {mean:g} tok/s, Peak output token "
-                                                  f"throughput {peak:g} tok/s ({peak / mean:.0%} of the average)"),),
+                                   (Evidence(src, f"Output token throughput {avg:g} tok/s, Peak output token "
+                                                  f"throughput {peak:g} tok/s ({peak / avg:.0%} of the average)"),),
                                    Fix("Judge speed by the average output throughput, TPOT or the server's token "
                                        "counters, not by the peak figure, when speculation is on.",
                                        ("vllm bench serve ... --temperature 0.0  # compare Mean TPOT",)),
                                    impact="A speculative run looks slower than it is.", impact_score=0.4,
-                                   data={"peak_tok_s": peak, "mean_tok_s": mean}))
+                                   data={"peak_tok_s": peak, "mean_tok_s": avg}))
             rate = b.get("acceptance_rate")
             if rate is not None and rate < 100 * threshold("low_acceptance"):
                 out.append(Finding("logs.measurement.bench-low-acceptance", Category.LOW_ACCEPTANCE, Severity.WARNING, 0.6,
