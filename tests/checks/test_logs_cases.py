@@ -278,3 +278,18 @@ def test_rates_without_counts_are_notes_at_the_floor_confidence():
     # The same weak tail over counted drafts is a warning.
     counted = _run(C.acceptance, _facts("\n".join(_window(i, pp=(0.61, 0.28, 0.09, 0.03)) for i in range(6))))
     assert counted["logs.acceptance.k-too-large"].severity.value == "warning"
+
+
+def test_no_stats_note_is_not_given_for_a_server_that_crashed_before_serving():
+    import spec_doctor.checks.logs as C
+
+    dep = DeploymentConfig(origin="--cmd", speculative=SpecConfig(method="eagle3", model="d",
+                                                                  num_speculative_tokens=3, source="--cmd"))
+    start = "INFO 11-20 14:03:00 [api_server.py:1] vLLM API server version 0.12.0"
+    crash = ("ERROR 11-20 14:03:21 [core.py:700] EngineCore failed to start.\n"
+             "Traceback (most recent call last):\n"
+             '  File "/usr/lib/python3/site-packages/vllm/v1/spec_decode/eagle.py", line 120, in propose\n'
+             "IndexError: index 3 is out of bounds for dimension 0 with size 3")
+    assert "logs.silent.no-stats" in _run(C.silent, _facts(start, dep))
+    assert parse_text(start + "\n" + crash, "t.log").crashed_before_serving == "t.log:3"
+    assert "logs.silent.no-stats" not in _run(C.silent, _facts(start + "\n" + crash, dep))

@@ -704,10 +704,8 @@ def _never_served(facts: Mapping[str, Any]) -> str | None:
     """Where the log shows the server crashing before it served anything (a traceback, no stats or metrics
     line): then speed advice is secondary to the crash. None otherwise."""
     for f in facts.get("logs.files") or []:
-        if getattr(f, "error", None) or f.streams:
-            continue
-        if f.ev.tracebacks:
-            return f"{f.display}:{f.ev.tracebacks[0].line}"
+        if not getattr(f, "error", None) and f.crashed_before_serving:
+            return str(f.crashed_before_serving)
     return None
 
 

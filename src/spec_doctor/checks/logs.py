@@ -608,9 +608,11 @@ def silent(facts: Mapping[str, Any]) -> list[Finding]:
                                    "config line and for drafter loading at start-up.",
                                    ("grep -n -E 'speculative_config|drafter|SpecDecoding' vllm.log",)),
                                impact_score=0.8, data={"traffic_windows": traffic, "method": method or None}))
-        elif not any(f.stats_streams or f.spec_timing for f in files) and any(f.records for f in files):
+        elif not any(f.stats_streams or f.spec_timing for f in files) and any(f.records for f in files) \
+                and not any(f.crashed_before_serving for f in files):
             # (V0's periodic `SpecDecodeWorker stage times` line is spec-decode stats too: it is printed only
-            # while speculation runs with stats logging on, vllm/spec_decode/spec_decode_worker.py@v0.6.3.)
+            # while speculation runs with stats logging on, vllm/spec_decode/spec_decode_worker.py@v0.6.3. A
+            # server that crashed before serving has no stats to miss: the crash is the finding.)
             out.append(Finding("logs.silent.no-stats", Category.MEASUREMENT, Severity.INFO, 0.6,
                                "Speculation is configured but the log has no periodic stats lines to judge it",
                                (Evidence(files[0].display, "no `Avg prompt throughput` or spec metrics line"),),

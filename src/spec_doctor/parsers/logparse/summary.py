@@ -379,6 +379,19 @@ class LogFile:
         return f"{self.display}:{lineno}"
 
     @property
+    def crashed_before_serving(self) -> str | None:
+        """Where this log shows the server failing before it served anything (a traceback or a known error
+        text, and no stats or spec metrics line), else None: then what serving would show is not missing."""
+        if self.streams:
+            return None
+        if self.ev.tracebacks:
+            return self.src(self.ev.tracebacks[0].line)
+        for h in self.signatures.values():
+            if h.signature.severity == "error" and not h.signature.extra.get("explains") and h.lines:
+                return self.src(h.lines[0])
+        return None
+
+    @property
     def spec_streams(self) -> list[Stream]:
         return [s for s in self.streams.values() if s.n_spec]
 
