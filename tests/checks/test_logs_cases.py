@@ -293,3 +293,16 @@ def test_no_stats_note_is_not_given_for_a_server_that_crashed_before_serving():
     assert "logs.silent.no-stats" in _run(C.silent, _facts(start, dep))
     assert parse_text(start + "\n" + crash, "t.log").crashed_before_serving == "t.log:3"
     assert "logs.silent.no-stats" not in _run(C.silent, _facts(start + "\n" + crash, dep))
+
+
+def test_low_acceptance_in_the_log_weighs_the_method_cost():
+    import spec_doctor.checks.logs as C
+
+    # 1.5 tokens/step at K=5: a model drafter (~0.13 of a step per token) does not pay, a lookup drafter does.
+    text = "\n".join(_window(i, pp=(0.3, 0.1, 0.05, 0.03, 0.02)) for i in range(6))
+
+    def dep(method):
+        return DeploymentConfig(origin="--cmd", speculative=SpecConfig(method=method, model=None,
+                                                                       num_speculative_tokens=5, source="--cmd"))
+    assert "logs.acceptance.low" in _run(C.acceptance, _facts(text, dep("eagle3")))
+    assert "logs.acceptance.low" not in _run(C.acceptance, _facts(text, dep("ngram")))

@@ -18,11 +18,6 @@ from spec_doctor.knowledge.data import load, threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
 from spec_doctor.knowledge.temperature import hot_sampling
 
-
-def cost_ratio_typical() -> float:
-    return threshold("cost_ratio_typical")
-
-
 SIGNALS = "https://github.com/vllm-project/vllm/blob/v0.10.2/vllm/v1/spec_decode/metrics.py"
 STATS = "https://github.com/vllm-project/vllm/blob/v0.11.1/vllm/v1/metrics/loggers.py"
 
@@ -209,9 +204,10 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
     out = []
     k_cfg = _deployment_k(facts)
     hot = hot_sampling(facts.get("config.deployment"))
+    method = _spec_method(facts)
     for f in _files(facts):
         for s in f.spec_streams:
-            out.extend(_acceptance_stream(s, k_cfg, hot, _deployment_spec(facts)))
+            out.extend(_acceptance_stream(s, k_cfg, hot, _deployment_spec(facts), method))
     return out
 
 
@@ -219,7 +215,8 @@ def _deployment_spec(facts: Mapping[str, Any]) -> Any:
     return getattr(facts.get("config.deployment"), "speculative", None)
 
 
-def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any = None) -> list[Finding]:
+def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any = None,
+                       method: str | None = None) -> list[Finding]:
     out: list[Finding] = []
     v0 = s.spec_formats == {"v0"}
     k = s.k or k_cfg
@@ -267,7 +264,7 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
             # Same rule as metrics.acceptance: a step of K drafts pays only above 1 + K*c tokens/step.
             # The V1 "draft acceptance rate" (accepted / drafted) falls with K even when every step pays,
             # so it cannot judge a large K on its own.
-            low = mal < 1 + k * cost_ratio_typical()
+            low = mal < 1 + k * acc.cost_ratios(method)[1]
         else:
             low = rate is not None and rate < threshold("low_acceptance")
     if low:

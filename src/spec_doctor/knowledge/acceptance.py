@@ -320,3 +320,16 @@ def chance_confidence(p: float, *, base: float = 0.6, cap: float = 0.92) -> floa
     if p <= 0:
         return cap
     return round(min(cap, base + 0.04 * max(0.0, -math.log10(p) - 4)), 3)
+
+
+# Drafters that propose by looking up text (no draft forward pass): their proposal costs ~nothing.
+MODEL_FREE_METHODS = frozenset({"ngram", "[ngram]", "suffix", "ngram_gpu"})
+
+
+def cost_ratios(method: str | None) -> tuple[float, float]:
+    """(cheap, typical) cost of one drafted token relative to a target step for a speculative method: a lookup
+    drafter (n-gram, suffix) costs cost_ratio_ngram either way; a model drafts at cost_ratio_low..typical."""
+    if (method or "").lower() in MODEL_FREE_METHODS:
+        c = threshold("cost_ratio_ngram")
+        return c, c
+    return threshold("cost_ratio_low"), threshold("cost_ratio_typical")
