@@ -306,3 +306,16 @@ def test_low_acceptance_in_the_log_weighs_the_method_cost():
                                                                        num_speculative_tokens=5, source="--cmd"))
     assert "logs.acceptance.low" in _run(C.acceptance, _facts(text, dep("eagle3")))
     assert "logs.acceptance.low" not in _run(C.acceptance, _facts(text, dep("ngram")))
+
+
+def test_kv_pressure_severity_grows_with_how_often_it_happens():
+    import spec_doctor.checks.logs as C
+
+    def kv(pre_by_window):
+        text = "\n".join(_window(i, pre=p) for i, p in enumerate(pre_by_window))
+        return _run(C.regime, _facts(text))["logs.regime.kv-pressure"]
+
+    once = kv([0, 0, 1, 0, 0, 0])
+    often = kv([0, 2, 1, 3, 0, 0])
+    assert once.severity.value == "info" and once.data["preemptions"] == 1
+    assert often.severity.value == "warning" and often.confidence > once.confidence

@@ -389,8 +389,8 @@ def regime(facts: Mapping[str, Any]) -> list[Finding]:
     return out
 
 
-def _kv_finding(src: str, detail: str, data: dict) -> Finding:
-    return Finding("logs.regime.kv-pressure", Category.KV_PRESSURE, Severity.WARNING, 0.8,
+def _kv_finding(src: str, detail: str, data: dict, sev: Severity = Severity.WARNING, conf: float = 0.8) -> Finding:
+    return Finding("logs.regime.kv-pressure", Category.KV_PRESSURE, sev, conf,
                    "KV cache pressure: " + detail, (Evidence(src, detail),),
                    Fix("Give the KV cache more room or admit fewer sequences: raise --gpu-memory-utilization, "
                        "lower --max-num-seqs, use an fp8 KV cache, or a smaller draft (its KV shares the budget).",
@@ -453,9 +453,14 @@ def _regime_stream(f, s, k_cfg: int | None, version) -> list[Finding]:
         if s.preemptions:
             parts.append(f"{s.preemptions} preemption(s)")
         lines = sorted(set(s.kv_high_waiting_lines + s.preemption_lines))
+        # vLLM's advice is for preemptions seen "frequently" (docs, Optimization and Tuning: Preemption): a
+        # queue at a full cache over two windows, or several preemptions, is pressure; one or two preempted
+        # requests in a run are a note.
+        sustained = s.kv_high_waiting >= 2 or s.preemptions >= KV_PREEMPTIONS_SUSTAINED
         out.append(_kv_finding(f"{f.display}:" + ", ".join(str(n) for n in lines), "; ".join(parts),
                                {"kv_high_waiting_windows": s.kv_high_waiting, "preemptions": s.preemptions,
-                                "max_kv_usage_pct": s.max_kv}))
+                                "max_kv_usage_pct": s.max_kv},
+                               sev=Severity.WARNING if sustained else Severity.INFO, conf=0.8 if sustained else 0.5))
     if not s.n_spec:
         solo = [w for w in traffic if (w.stats.running or 0) >= 1 and (w.stats.running or 0) <= 4]
         rates = [w.stats.gen_tps / w.stats.running for w in solo]
@@ -483,6 +488,7 @@ STATS_INTERVAL_S = 10.0  # V1 logs its stats every ~10 s (VLLM_LOG_STATS_INTERVA
 PREFILL_RATIO = 8.0  # prompt tokens per generated token above which speculation (decode only) cannot matter much
 PREFILL_TIME_SHARE = 0.5  # share of a request's time spent before its first token
 KV_HIGH_PCT = 90.0
+KV_PREEMPTIONS_SUSTAINED = 3  # preemptions in one log from which KV pressure is a warning, not a note
 KV_RISING_WINDOWS = 3
 
 
