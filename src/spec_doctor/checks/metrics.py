@@ -273,7 +273,7 @@ def spec_active(facts: Mapping[str, Any]) -> list[Finding]:
         if d.legacy_v0 or not _enough_traffic(d) or not d.generation_tokens:
             continue
         drafts = d.num_drafts if d.num_drafts is not None else d.num_draft_tokens
-        ngram = (getattr(spec, "method", None) or "").lower() in acc.MODEL_FREE_METHODS
+        ngram = acc.model_free(getattr(spec, "method", None))
         share = _speculated_share(d)
         if drafts and share is not None and not ngram:
             if share < threshold("min_speculated_share"):
