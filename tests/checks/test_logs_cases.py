@@ -225,16 +225,16 @@ def test_bench_peak_below_its_average_counts_chunks():
     import spec_doctor.checks.logs as C
 
     got = _run(C.measurement, _facts(BENCH.format(mean="400.00", peak="120.00")))
-    f = got["logs.measurement.bench-peak-chunks"]
-    assert f.category.value == "measurement" and f.data == {"peak_tok_s": 120.0, "mean_tok_s": 400.0}
+    f = got["logs.measurement.bench-peak"]
+    assert f.category.value == "measurement" and f.data == {"peak": 120.0, "average": 400.0}
     # An honest peak sits above the mean, or a bucket's rounding just under it.
-    assert "logs.measurement.bench-peak-chunks" not in _run(C.measurement, _facts(BENCH.format(mean="400.00",
+    assert "logs.measurement.bench-peak" not in _run(C.measurement, _facts(BENCH.format(mean="400.00",
                                                                                                 peak="900.00")))
-    assert "logs.measurement.bench-peak-chunks" not in _run(C.measurement, _facts(BENCH.format(mean="93.73",
+    assert "logs.measurement.bench-peak" not in _run(C.measurement, _facts(BENCH.format(mean="93.73",
                                                                                                 peak="92.00")))
     # The same two rows quoted without the result banner are still a result block.
     rows = "Output token throughput (tok/s):         400.00\nPeak output token throughput (tok/s):    120.00\n"
-    assert "logs.measurement.bench-peak-chunks" in _run(C.measurement, _facts(rows))
+    assert "logs.measurement.bench-peak" in _run(C.measurement, _facts(rows))
 
 
 def test_bench_temperature_only_where_speculation_is_measured():
@@ -243,7 +243,7 @@ def test_bench_temperature_only_where_speculation_is_measured():
     plain = BENCH.format(mean="400.00", peak="900.00")
     # No acceptance rows and no speculation anywhere: sampling cannot be lowering acceptance.
     assert "logs.measurement.bench-temperature" not in _run(C.measurement, _facts(plain, version="0.15.0"))
-    spec = plain + "Acceptance rate (%):                     41.00\nAcceptance length:                       2.23\n"
+    spec = plain + "Acceptance rate (%):                     21.00\nAcceptance length:                       1.63\n"
     known = _run(C.measurement, _facts(spec, version="0.15.0"))["logs.measurement.bench-temperature"]
     assert known.severity.value == "warning"
     # Release unknown: the default may still be greedy, so a note.

@@ -407,9 +407,7 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
     upgrade = (f"pip install -U 'vllm>={support.first_supported}'",) if support.first_supported else ()
     if version is None:
         gaps = [s for s in row.get("support", []) if s["status"] != "supported"]
-        # A V1 spec metrics line with drafted tokens shows this release running the method on V1: none of the
-        # gaps (unsupported, V0 fallback, V1 opt-in) can apply, so the unknown version changes no verdict.
-        if gaps and _ran(facts, v1=True) is None:
+        if gaps and not _ran(facts):  # (the log shows it drafting: whichever release it is, it runs the method)
             ranges = "; ".join(f"{s['status']} in {s['versions']}" for s in gaps)
             out.append(Finding("config.method.version-unknown", Category.ENV_VERSION, Severity.INFO, 0.4,
                                f"'{name}' ({label}) works only in some vLLM releases; the version is unknown",
@@ -540,11 +538,10 @@ def _rule_overlaps(rule: Mapping[str, Any], low: Version, high: Version) -> bool
     return any(p in spec for p in points)
 
 
-def _ran(facts: Mapping[str, Any], *, v1: bool = False) -> str | None:
-    """Where the log shows speculation drafting (spec-decode metrics with drafted tokens; `v1`: in a V1 metrics
-    format), else None."""
+def _ran(facts: Mapping[str, Any]) -> str | None:
+    """Where the log shows speculation drafting (spec-decode metrics with drafted tokens), else None."""
     for a in facts.get("logs.acceptance") or []:
-        if (a.get("drafted") or 0) > 0 and not (v1 and "v0" in (a.get("formats") or ["v0"])):
+        if (a.get("drafted") or 0) > 0:
             return str(a.get("source") or "log")
     return None
 
@@ -781,18 +778,6 @@ def cudagraph(facts: Mapping[str, Any]) -> list[Finding]:
 
 # ---------------------------------------------------------------------------------------------------
 
-def _queue_at_limit(files: Any, seqs: int | None) -> tuple[str, int] | bool:
-    """Did requests queue behind --max-num-seqs? (source, max waiting) when a stats stream ran `seqs` requests
-    with others waiting; False when periodic stats were seen and nothing queued; True when no stats tell."""
-    streams = [s for f in files or [] if not getattr(f, "error", None) for s in f.stats_streams if s.n_stats]
-    if not streams:
-        return True
-    for s in streams:
-        if seqs is not None and s.max_running >= seqs and s.max_waiting > 0:
-            return s.lines_range(), s.max_waiting
-    return False
-
-
 @check("config.scheduler", categories=[Category.SCHEDULER_CONFIG, Category.OOM, Category.K_TOO_LARGE,
                                        Category.HIGH_TEMPERATURE],
        needs=["config.deployment"], wants=["vllm.version", "models.target", "logs.files"], sources=[SIGNALS, DOCS],
@@ -820,19 +805,17 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
     out: list[Finding] = []
     k = spec.num_speculative_tokens
     seqs = cfg.max_num_seqs
-    queue = _queue_at_limit(facts.get("logs.files"), seqs) if seqs is not None and seqs <= 4 else False
-    if queue is not False:
-        # A low cap is a common, deliberate choice with speculation (a latency or batch-1 setup: speculation
-        # pays most at small batches), so it is a fault only when requests are seen queueing behind it; with
-        # no periodic stats to tell, it is a note.
-        queued = isinstance(queue, tuple)
+    if seqs is not None and seqs <= 4:
+        # A low cap is a problem only when requests queue behind it (a single-user latency setup is not).
+        queued = [(s.max_waiting, s.lines_range()) for f in facts.get("logs.files") or [] if not getattr(f, "error", None)
+                  for s in f.stats_streams if s.max_waiting > 0]
         out.append(Finding(
             "config.scheduler.max-num-seqs-low", Category.SCHEDULER_CONFIG,
-            Severity.WARNING if queued else Severity.INFO, 0.7 if queued else 0.35,
-            f"--max-num-seqs {seqs}: at most {seqs} request(s) run at once, the rest wait",
-            evidence=(Evidence(cfg.source_of("max_num_seqs"), f"max_num_seqs={seqs}"),
-                      *((Evidence(queue[0], f"Running {seqs} reqs with up to {queue[1]} waiting"),)
-                        if isinstance(queue, tuple) else ())),
+            Severity.WARNING if queued else Severity.INFO, 0.6 if queued else 0.3,
+            f"--max-num-seqs {seqs}: at most {seqs} request(s) run at once, the rest wait"
+            + (f" (up to {max(q[0] for q in queued)} waited)" if queued else ""),
+            evidence=(Evidence(cfg.source_of("max_num_seqs"), f"max_num_seqs={seqs}"),)
+            + tuple(Evidence(src, f"Waiting up to {w} reqs") for w, src in queued[:2]),
             fix=Fix("Allow more concurrent sequences if the traffic has them:", ("--max-num-seqs 64",)),
             impact="higher throughput under concurrent load (latency of a single request is unchanged)",
             impact_score=0.4, data={"max_num_seqs": seqs}))
@@ -840,20 +823,18 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
     if mbt is not None and k and seqs:
         need = (k + 1) * seqs
         if mbt < need:
-            # Grows with the shortfall: a budget just under a full batch's (k+1) x seqs only splits the
-            # largest batches; one a fraction of it splits every busy step (and vLLM refuses below max_num_seqs,
-            # SchedulerConfig._verify_args).
-            short = 1 - mbt / need
+            # Worse the larger the shortfall: at half the need or less a full batch needs several steps per
+            # verification, and a budget below the draft slots vLLM reserves leaves none for the batch at all.
+            short = need / max(1, mbt)
             out.append(Finding(
-                "config.scheduler.batched-tokens", Category.SCHEDULER_CONFIG, Severity.WARNING,
-                round(0.5 + 0.4 * short, 3),
+                "config.scheduler.batched-tokens", Category.SCHEDULER_CONFIG,
+                Severity.ERROR if short >= 2 else Severity.WARNING, round(min(0.9, 0.6 + 0.15 * math.log2(short)), 3),
                 f"--max-num-batched-tokens {mbt} < (k+1) x max-num-seqs = {need}: a full batch cannot verify "
                 "its drafts in one step",
                 evidence=(Evidence(cfg.source_of("max_num_batched_tokens"), f"max_num_batched_tokens={mbt}"),
                           Evidence(cfg.source_of("max_num_seqs"), f"max_num_seqs={seqs}"), _spec_ev(cfg)),
                 fix=Fix("Raise the token budget (or lower max-num-seqs):", (f"--max-num-batched-tokens {need}",)),
-                impact="full batches verify in one step", impact_score=round(0.3 + 0.5 * short, 3),
-                data={"need": need, "have": mbt}))
+                impact="full batches verify in one step", impact_score=0.4, data={"need": need, "have": mbt}))
     if cfg.args.get("enable_chunked_prefill") is False and (version is None or _base(version) >= Version("0.10.0")):
         out.append(Finding(
             "config.scheduler.chunked-prefill-off", Category.SCHEDULER_CONFIG,
