@@ -81,7 +81,8 @@ def check_cmd(
     ignore_file: Annotated[str | None, typer.Option(
         "--ignore-file", help="Ignore file (default: ./.spec-doctor.toml if present).")] = None,
     timeout: TimeoutOpt = 30.0,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show all evidence lines.")] = False,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="Show all evidence lines, and list the checks that did not run with why.")] = False,
 ) -> None:
     """Diagnose a setup. With no arguments, diagnoses this machine."""
     from spec_doctor.engine.inputs import Inputs

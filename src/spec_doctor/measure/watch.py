@@ -528,9 +528,12 @@ class Watch:
     def diagnose(self) -> list[Finding]:
         """Run the checks over the current state; returns the findings not seen before."""
         from spec_doctor.engine.session import diagnose
+        from spec_doctor.report.build import gate
 
         store = FactStore(self.inputs, self._providers(), preset=self._static)
         diag = diagnose(self.inputs, only=self.only, skip=self.skip, catalog=self.catalog, store=store)
+        # One finding per root cause, fixes that keep the user's settings: as `check` reports them.
+        gate(diag)
         self.diagnoses += 1
         self.last_diagnosis = diag
         # Facts about this machine do not change while watching: collect them once.
