@@ -230,7 +230,8 @@ def _too_new(cfg: DeploymentConfig, version: Version, vsrc: str) -> list[Finding
        findings={
            "config.spec-keys.invalid": "a key that is not a --speculative-config key (e.g. tensor_parallel_size)",
            "config.spec-keys.removed": "a key the release removed (e.g. disable_by_batch_size in 0.17+)",
-           "config.spec-keys.noop": "a key the release accepts but ignores (disable_by_batch_size on V1 <= 0.16)",
+           "config.spec-keys.noop": "a key the release accepts but ignores (disable_by_batch_size on V1 <= 0.16, "
+                                   "max_model_len on V1)",
            "config.spec-keys.not-yet": "a key newer than the release",
            "config.spec-keys.unknown": "a key spec-doctor does not know",
            "config.spec-keys.implicit-method": "no \"method\": vLLM guesses it from the draft",
@@ -277,13 +278,10 @@ def spec_keys(facts: Mapping[str, Any]) -> list[Finding]:
                                data={"key": key}))
         elif status == "noop" and row:
             out.append(Finding("config.spec-keys.noop", Category.CONFIG_DEPRECATED, Severity.WARNING, 0.85,
-                               f"\"{key}\" has no effect in vLLM {version}: speculation is never turned off "
-                               "by batch size",
+                               f"\"{key}\" has no effect in vLLM {version}: {row['noop_effect']}",
                                evidence=ev + (Evidence(row["source"], row.get("note", "")),),
-                               fix=Fix("Drop the key; at high concurrency lower num_speculative_tokens or "
-                                       "serve without speculation (num_speculative_tokens_per_batch_size "
-                                       "needs vLLM 0.24+):", _fix_cmds(cfg, version)),
-                               impact="no false sense of protection at large batch sizes", impact_score=0.5,
+                               fix=Fix(row["noop_fix"], _fix_cmds(cfg, version)),
+                               impact=f"no false sense of protection ({row['noop_effect']})", impact_score=0.5,
                                data={"key": key}))
         elif status == "not-yet" and row:
             assert version is not None
@@ -407,7 +405,14 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
     upgrade = (f"pip install -U 'vllm>={support.first_supported}'",) if support.first_supported else ()
     if version is None:
         gaps = [s for s in row.get("support", []) if s["status"] != "supported"]
-        if gaps:
+        if gaps and (ran := _ran(facts)) is not None:
+            # The run itself answers the question the version would: this release drafts with the method.
+            out.append(Finding("config.method.ok", Category.HEALTHY, Severity.INFO, 0.7,
+                               f"The log shows '{name}' ({label}) drafting, so this vLLM release runs it "
+                               "(the version itself is unknown)",
+                               evidence=(spec_ev, Evidence(ran, "spec-decode metrics with drafted tokens")),
+                               data={"method": name}))
+        elif gaps:
             ranges = "; ".join(f"{s['status']} in {s['versions']}" for s in gaps)
             out.append(Finding("config.method.version-unknown", Category.ENV_VERSION, Severity.INFO, 0.4,
                                f"'{name}' ({label}) works only in some vLLM releases; the version is unknown",

@@ -1,0 +1,69 @@
+"""Config, version and pair rules on small synthetic inputs: keys V1 ignores, quantization read from checkpoint
+names, method support answered by the run itself."""
+
+from __future__ import annotations
+
+from packaging.version import Version
+
+from spec_doctor.checks import config as checks
+from spec_doctor.engine.facts import Sourced
+from spec_doctor.engine.model import Category, Severity
+from spec_doctor.knowledge.models import quantization_from_name
+from spec_doctor.parsers.cmdline import parse_command
+from spec_doctor.parsers.confignorm import from_parsed
+
+ALL = [checks.flags, checks.spec_keys, checks.method, checks.parallel, checks.cudagraph, checks.scheduler]
+
+
+def run(cmd: str, version: str | None, **facts):
+    cfg = from_parsed(parse_command(cmd))
+    got = {"config.deployment": cfg, "vllm.version": Sourced(Version(version), "--vllm-version") if version else None}
+    got.update(facts)
+    out = []
+    for c in ALL:
+        out += list(c.fn({**{w: got.get(w) for w in c.wants}, **{n: got[n] for n in c.needs}}))
+    return {f.id: f for f in out}
+
+
+SPEC_LEN = ("vllm serve org/Model-8B --speculative-config "
+            "'{\"method\": \"eagle3\", \"model\": \"org/Model-8B-eagle3\", \"num_speculative_tokens\": 3, "
+            "\"max_model_len\": 4096}'")
+
+
+def test_speculative_max_model_len_is_a_noop_on_v1_only():
+    f = run(SPEC_LEN, "0.20.0")["config.spec-keys.noop"]
+    assert f.category is Category.CONFIG_DEPRECATED and f.severity is Severity.WARNING
+    assert "max_model_len" in f.title and "long sequences" in f.title
+    assert '"max_model_len"' not in f.fix.commands[0]  # the corrected command drops it
+    # V0 (up to 0.9.2) skipped speculation past this length: the key did something there.
+    assert "config.spec-keys.noop" not in run(SPEC_LEN, "0.9.2")
+    # Without the key nothing is said.
+    assert "config.spec-keys.noop" not in run(SPEC_LEN.replace(', "max_model_len": 4096', ""), "0.20.0")
+    # disable_by_batch_size keeps its own wording.
+    dbs = run(SPEC_LEN.replace('"max_model_len": 4096', '"disable_by_batch_size": 8'), "0.12.0")
+    assert "batch size" in dbs["config.spec-keys.noop"].title
+
+
+def test_method_support_unknown_version_answered_by_drafting_log():
+    cmd = ("vllm serve org/Model-8B --speculative-config "
+           "'{\"method\": \"eagle3\", \"model\": \"org/Model-8B-eagle3\", \"num_speculative_tokens\": 3}'")
+    silent = run(cmd, None)
+    assert silent["config.method.version-unknown"].category is Category.ENV_VERSION
+    drafted = run(cmd, None, **{"logs.acceptance": [{"source": "vllm.log:12", "drafted": 900, "accepted": 400}]})
+    assert "config.method.version-unknown" not in drafted
+    assert drafted["config.method.ok"].category is Category.HEALTHY
+    # A stats line with nothing drafted proves nothing.
+    idle = run(cmd, None, **{"logs.acceptance": [{"source": "vllm.log:12", "drafted": 0, "accepted": 0}]})
+    assert "config.method.version-unknown" in idle
+
+
+def test_quantization_from_checkpoint_names():
+    assert quantization_from_name("org/Model-70B-Instruct-AWQ") == "awq"
+    assert quantization_from_name("org/Model-7B-Instruct-GPTQ-Int4") == "gptq"
+    assert quantization_from_name("Some-Model NVFP4 checkpoint (BF16 head)") == "nvfp4"
+    assert quantization_from_name("org/Model-8B-Instruct-quantized.w4a16") == "w4a16"
+    assert quantization_from_name("org/Model-8B-FP8-Dynamic") == "fp8"
+    assert quantization_from_name("org/Model-8B-bnb-4bit") == "bitsandbytes"
+    assert quantization_from_name("/models/Model-27B-PARO/") == "paroquant"
+    for plain in ("org/Model-8B-Instruct", "org/fp80-model", "org/parody-7b", "org/Model-8B-bf16"):
+        assert quantization_from_name(plain) is None, plain
