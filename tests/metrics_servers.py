@@ -14,6 +14,15 @@ GEN = FIXTURES / "metrics" / "gen"
 FLEET = FIXTURES / "fleet"
 
 
+def send_exposition(handler: http.server.BaseHTTPRequestHandler, body: bytes) -> None:
+    """Answer a GET with a Prometheus text exposition."""
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/plain; version=0.0.4")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
 class _Servers(http.server.BaseHTTPRequestHandler):
     """/<scenario>/metrics answers that scenario's 'before' scrape first, then its 'after' scrape."""
 
@@ -31,12 +40,7 @@ class _Servers(http.server.BaseHTTPRequestHandler):
             return
         n = _Servers.hits.get(parts[0], 0)
         _Servers.hits[parts[0]] = n + 1
-        body = files[0 if n == 0 else 1].read_bytes()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain; version=0.0.4")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_exposition(self, files[0 if n == 0 else 1].read_bytes())
 
     def log_message(self, *args):
         pass

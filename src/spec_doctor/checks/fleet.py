@@ -19,12 +19,14 @@ _SIGNALS = "https://github.com/vllm-project/vllm/blob/v0.10.2/vllm/v1/metrics/lo
 _SPEC = "https://github.com/vllm-project/vllm/blob/v0.10.2/vllm/v1/spec_decode/metrics.py"
 
 # Enough drafted tokens for an acceptance rate to mean something (the same floor as logs.acceptance).
-MIN_DRAFTED = 200
+MIN_DRAFTED = threshold("min_drafted_tokens")
 # An outlier accepts this much less than the others, in absolute terms and as a share of their median.
-OUTLIER_ABS = 0.15
-OUTLIER_REL = 0.75
+OUTLIER_ABS = threshold("fleet_outlier_abs")
+OUTLIER_REL = threshold("fleet_outlier_rel")
 # KV usage (percent): saturated on one server while others stay well below.
-KV_COMFORTABLE = 60.0
+KV_COMFORTABLE = 100 * threshold("kv_low")
+# Servers a finding lists one by one (evidence and data); more are counted.
+CITED = 12
 
 
 def comparable(units: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -52,7 +54,26 @@ def _src(u: Mapping[str, Any], *keys: str) -> str:
 
 def _evidence(units: Sequence[Mapping[str, Any]], keys: tuple[str, ...],
               describe: Callable[[Mapping[str, Any]], str]) -> tuple[Evidence, ...]:
-    return tuple(Evidence(_src(u, *keys), f"{u['name']}: {describe(u)}") for u in units)
+    """One line per server, the odd ones first; past CITED servers (a fleet read from Prometheus can have
+    hundreds) the rest is counted, not listed: every server's figures are in the fleet section."""
+    out = [Evidence(_src(u, *keys), f"{u['name']}: {describe(u)}") for u in units[:CITED]]
+    if len(units) > CITED:
+        out.append(Evidence("fleet", f"... and {len(units) - CITED} more server(s): see the servers table"))
+    return tuple(out)
+
+
+def _rows(units: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The compared servers' figures for a finding's data, bounded like its evidence."""
+    return [_row(u) for u in units[:CITED]]
+
+
+def _about(odd: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A finding about one server names it as its ``endpoint`` (as the metrics findings do), so that its
+    diagnosis is that server's and not the fleet's (report/merge.py)."""
+    if len(odd) != 1:
+        return {}
+    u = odd[0]
+    return {"endpoint": u.get("metrics_url") or u.get("log") or u["name"]}
 
 
 def _row(u: Mapping[str, Any]) -> dict[str, Any]:
@@ -62,6 +83,8 @@ def _row(u: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _inspect(u: Mapping[str, Any]) -> str:
+    if u.get("inspect"):  # the source knows how to look at this server alone (Prometheus: a selector)
+        return str(u["inspect"])
     if u.get("log") and u.get("metrics_url"):
         return f"spec-doctor check --log {u['log']} --metrics-url {u['metrics_url']}"
     if u.get("log"):
@@ -101,7 +124,7 @@ def kv(facts: Mapping[str, Any]) -> list[Finding]:
                 "--gpu-memory-utilization, --max-model-len, --max-num-seqs), or route less load to it.",
                 tuple(_inspect(u) for u in hot[:3])),
             impact="Preempted requests are recomputed; that server's latency and throughput fall behind the fleet.",
-            impact_score=0.6, data={"servers": [_row(u) for u in hot + calm]}))
+            impact_score=0.6, data={"servers": _rows(hot + calm), **_about(hot)}))
     kvk = [u for u in units if u.get("kv_usage_max") is not None]
     full = [u for u in kvk if u["kv_usage_max"] >= 100 * threshold("kv_saturated") and (u.get("waiting_max") or 0) > 0
             and u not in hot]
@@ -119,7 +142,7 @@ def kv(facts: Mapping[str, Any]) -> list[Finding]:
                 "or check that the full one runs with the same memory settings.",
                 tuple(_inspect(u) for u in full[:3])),
             impact="Requests queue on one server while others idle: tail latency rises for no reason.",
-            impact_score=0.5, data={"servers": [_row(u) for u in full + room]}))
+            impact_score=0.5, data={"servers": _rows(full + room), **_about(full)}))
     return out
 
 
@@ -175,7 +198,7 @@ def config(facts: Mapping[str, Any]) -> list[Finding]:
                 + (" (or none: the others run without speculation)." if major[0].get("method") == "off" else "."),
                 () if major[0].get("method") == "off" else (_spec_flag(major[0]),)),
             impact="Replicas with another draft accept at another rate: the fleet's speed depends on routing.",
-            impact_score=0.5, data={"servers": [_row(u) for u in odd + major]}))
+            impact_score=0.5, data={"servers": _rows(odd + major), **_about(odd)}))
     k_drift = _split(units, lambda u: int(u["k"]) if u.get("k") else None)
     if k_drift is not None and drift is None:  # another draft explains another K
         k_major, major_units, odd = k_drift
@@ -189,7 +212,7 @@ def config(facts: Mapping[str, Any]) -> list[Finding]:
             Fix("Use one num_speculative_tokens on every replica (the one with the better tokens/step per K).",
                 (_spec_flag(major_units[0], k=k_major),)),
             impact="Different K gives different speed per replica.", impact_score=0.3,
-            data={"servers": [_row(u) for u in odd + major_units]}))
+            data={"servers": _rows(odd + major_units), **_about(odd)}))
     v_drift = _split(units, lambda u: str(u["vllm_version"]) if u.get("vllm_version") else None)
     if v_drift is not None:
         v_major, major_units, odd = v_drift
@@ -201,7 +224,7 @@ def config(facts: Mapping[str, Any]) -> list[Finding]:
             _evidence(odd + major_units, ("vllm_version",), lambda u: f"vLLM {u['vllm_version']}"),
             Fix("Run one vLLM release across the fleet.", (f"pip install 'vllm=={v_major}'",)),
             impact="Spec-decode behaviour and metrics change between releases; results are not comparable.",
-            impact_score=0.2, data={"servers": [_row(u) for u in odd + major_units]}))
+            impact_score=0.2, data={"servers": _rows(odd + major_units)}))
     return out
 
 
@@ -265,7 +288,7 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
                 Fix("Diagnose that server alone: compare its draft, K, temperature and traffic with the others.",
                     (_inspect(u),)),
                 impact="That server gains less (or loses) from speculation than the rest of the fleet.",
-                impact_score=0.5, data={"servers": [_row(x) for x in [u] + rest], "median_others": med}))
+                impact_score=0.5, data={"servers": _rows([u] + rest), "median_others": med, **_about([u])}))
         return out
     rates = [u["acceptance_rate"] for u in units]
     if odd or max(rates) - min(rates) >= OUTLIER_ABS:
@@ -276,5 +299,5 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
         _evidence(units, ("acceptance", "metrics"),
                   lambda x: f"acceptance {_pct(x['acceptance_rate'])}, "
                             f"{_num(x.get('mean_acceptance_length'))} tokens/step"),
-        data={"servers": [_row(u) for u in units]}))
+        data={"servers": _rows(units)}))
     return out

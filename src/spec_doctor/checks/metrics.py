@@ -38,6 +38,8 @@ def _label(w: MetricsWindow, d: EngineDelta) -> str:
     who = d.model or "model"
     if d.engine not in ("", "*"):
         who += f", engine {d.engine}"
+    if getattr(w, "server", None):  # one server of a fleet (Prometheus instance)
+        who += f" on {w.server}"
     return who
 
 

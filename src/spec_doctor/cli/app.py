@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 from spec_doctor import __version__
+from spec_doctor.cli.alerts import alerts_cmd
 from spec_doctor.cli.check import check_cmd, checks_cmd, explain_cmd
 from spec_doctor.cli.compare import compare_cmd
 from spec_doctor.cli.fix import fix_cmd
@@ -63,6 +64,7 @@ app.command("fix")(fix_cmd)
 app.command("tune")(tune_cmd)
 app.command("probe")(probe_cmd)
 app.command("watch")(watch_cmd)
+app.command("alerts")(alerts_cmd)
 
 
 def _err(msg: str) -> None:

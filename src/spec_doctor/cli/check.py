@@ -11,6 +11,7 @@ import typer
 from spec_doctor.cli.io import busy, check_file, command_from, use_vllm_python, write_output
 from spec_doctor.cli.options import (
     AllowDownloadOpt,
+    AtOpt,
     CmdFileOpt,
     CmdOpt,
     ConfigOpt,
@@ -21,15 +22,20 @@ from spec_doctor.cli.options import (
     MetricsUrlOpt,
     OnlyOpt,
     OutputOpt,
+    PrometheusOpt,
     PromptsOpt,
+    SelectorOpt,
     ServersOpt,
     SkipOpt,
     TargetOpt,
     TemperatureOpt,
     TimeoutOpt,
+    TokenEnvOpt,
     VllmPythonOpt,
     VllmVersionOpt,
+    WindowOpt,
 )
+from spec_doctor.cli.prometheus import DEFAULT_TOKEN_ENV, prometheus_source
 from spec_doctor.engine.facts import InputError
 from spec_doctor.engine.ranking import FAIL_ON_CHOICES, exit_code
 from spec_doctor.report.build import gate, report_dict
@@ -49,6 +55,11 @@ def check_cmd(
         "--metrics-file", help="A saved /metrics scrape (repeatable; two files = before/after).")] = [],
     metrics_interval: Annotated[float, typer.Option(
         "--metrics-interval", help="Seconds between the two scrapes of --metrics-url.")] = 5.0,
+    prometheus: PrometheusOpt = None,
+    selector: SelectorOpt = "",
+    window: WindowOpt = "1h",
+    at: AtOpt = None,
+    prometheus_token_env: TokenEnvOpt = DEFAULT_TOKEN_ENV,
     temperature: TemperatureOpt = None,
     probe: Annotated[str | None, typer.Option("--probe", help="Run the acceptance probe: offline|live.")] = None,
     server: ServersOpt = [],
@@ -96,11 +107,15 @@ def check_cmd(
     cmd = command_from(cmd, cmd_file)
     use_vllm_python(vllm_python)
     servers, metrics_urls = server_inputs(server, metrics_url)
+    prom = prometheus_source(prometheus, selector, window, at, prometheus_token_env)
+    if prom is not None and (metrics_url or metrics_file):
+        raise InputError("--prometheus reads the servers' metrics from Prometheus: give it or --metrics-url/"
+                         "--metrics-file, not both")
     if prompts:
         check_file(prompts, "prompt file")
     inputs = Inputs(logs=list(log), cmd=cmd, config=config, target=target, draft=draft,
                     vllm_version=vllm_version, metrics_urls=metrics_urls,
-                    metrics_baseline=list(metrics_file), metrics_interval_s=metrics_interval,
+                    metrics_baseline=list(metrics_file), metrics_interval_s=metrics_interval, prometheus=prom,
                     temperature=temperature, probe=probe, server=servers[0] if servers else None, servers=servers, prompts=prompts,
                     watch_vram_s=watch_vram, allow_download=allow_download, timeout_s=timeout)
     from spec_doctor.report.gating import DEFAULT_IGNORE_FILE, baseline_keys, load_ignore_file

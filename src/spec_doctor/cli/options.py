@@ -36,6 +36,16 @@ ServersOpt = Annotated[list[str], typer.Option(
     "--server", help="A running vLLM server (repeatable), e.g. http://127.0.0.1:8000: reads /version, /v1/models "
                      "(max_model_len) and /metrics twice, --metrics-interval apart (counter deltas, "
                      "vllm:cache_config_info); --probe live uses the first.")]
+PrometheusOpt = Annotated[str | None, typer.Option(
+    "--prometheus", help="Prometheus (or Thanos/Mimir/VictoriaMetrics) URL: read every vLLM instance it scrapes.")]
+SelectorOpt = Annotated[str, typer.Option(
+    "--selector", help="With --prometheus: label matchers for the vLLM series, e.g. '{job=\"vllm\"}'.")]
+WindowOpt = Annotated[str, typer.Option(
+    "--window", help="With --prometheus: the range counters are diffed over (90s, 15m, 1h, 2d).")]
+AtOpt = Annotated[str | None, typer.Option(
+    "--at", help="With --prometheus: end of the window (RFC 3339, unix seconds, now-1h; default now).")]
+TokenEnvOpt = Annotated[str, typer.Option(
+    "--prometheus-token-env", help="Environment variable holding a bearer token for --prometheus (never printed).")]
 
 # -- the traffic -----------------------------------------------------------------------------------
 def _temperature(value: float | None) -> float | None:

@@ -15,6 +15,7 @@ import typer
 
 from spec_doctor.cli.io import check_file, use_vllm_python, write_output
 from spec_doctor.cli.options import (
+    AtOpt,
     CmdOpt,
     ConfigOpt,
     FailOnOpt,
@@ -23,11 +24,16 @@ from spec_doctor.cli.options import (
     MetricsUrlOpt,
     OnlyOpt,
     OutputOpt,
+    PrometheusOpt,
+    SelectorOpt,
     SkipOpt,
     TimeoutOpt,
+    TokenEnvOpt,
     VllmPythonOpt,
     VllmVersionOpt,
+    WindowOpt,
 )
+from spec_doctor.cli.prometheus import DEFAULT_TOKEN_ENV, prometheus_source
 from spec_doctor.engine.facts import InputError
 from spec_doctor.report.build import report_dict
 from spec_doctor.report.views.watch import finding_line, plain_line, render, summary_text
@@ -36,6 +42,11 @@ from spec_doctor.report.views.watch import finding_line, plain_line, render, sum
 def watch_cmd(
     log: LogOpt = [],
     metrics_url: MetricsUrlOpt = [],
+    prometheus: PrometheusOpt = None,
+    selector: SelectorOpt = "",
+    window: WindowOpt = "5m",
+    at: AtOpt = None,
+    prometheus_token_env: TokenEnvOpt = DEFAULT_TOKEN_ENV,
     cmd: CmdOpt = None,
     config: ConfigOpt = None,
     vllm_version: VllmVersionOpt = None,
@@ -58,7 +69,8 @@ def watch_cmd(
     """Follow logs, /metrics and NVML live; show a dashboard and raise findings as they appear.
 
     Several --log / --metrics-url are several servers: with as many logs as URLs the i-th log and the i-th
-    URL are one server; otherwise each is its own server.
+    URL are one server; otherwise each is its own server. --prometheus: every instance the store has vLLM
+    series for, over the --window ending at each refresh (--at T: replays from T on at real speed).
     """
     import math
 
@@ -76,8 +88,12 @@ def watch_cmd(
         raise InputError(f"--interval {interval:g} s is below 0.1 s")
     if iterations is not None and iterations <= 0:
         raise InputError(f"--iterations must be 1 or more, not {iterations}")
-    if not log and not metrics_url:
-        raise InputError("nothing to watch: give --log and/or --metrics-url (VRAM alone: spec-doctor watch-vram)")
+    prom = prometheus_source(prometheus, selector, window, at, prometheus_token_env)
+    if prom is not None and metrics_url:
+        raise InputError("--prometheus reads the servers' metrics from Prometheus: give it or --metrics-url, not both")
+    if not log and not metrics_url and prom is None:
+        raise InputError("nothing to watch: give --log, --metrics-url or --prometheus (VRAM alone: spec-doctor "
+                         "watch-vram)")
     if log.count("-") > 1:
         raise InputError("--log - (stdin) can be given only once")
     for path in log:
@@ -88,7 +104,7 @@ def watch_cmd(
         check_file(nvml_replay, "NVML recording")
     use_vllm_python(vllm_python)
     inputs = Inputs(logs=list(log), cmd=cmd, config=config, vllm_version=vllm_version,
-                    metrics_urls=list(metrics_url), metrics_interval_s=0.0, timeout_s=timeout)
+                    metrics_urls=list(metrics_url), metrics_interval_s=0.0, timeout_s=timeout, prometheus=prom)
     nv, note = open_backend(nvml_replay, enabled=not no_nvml)
     watch = Watch(inputs, nv=nv, nv_note=note, only=only, skip=skip, interval_s=interval)
     live = sys.stdout.isatty() and not plain

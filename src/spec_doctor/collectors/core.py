@@ -172,6 +172,7 @@ SECTION_FACTS = {
     "probe": "probe.result",
     "fleet": "fleet.summary",
     "server": "server.summary",
+    "prometheus": "prometheus.view",
 }
 
 

@@ -28,7 +28,8 @@ from typing import Any
 from spec_doctor.engine.facts import FactStore, FactUnavailable, InputError, provides
 
 PAIRING_RULE = ("each --log and each --metrics-url is one server; with equal counts the i-th --log and the "
-                "i-th --metrics-url are the same server; data-parallel engines of a server are separate units")
+                "i-th --metrics-url are the same server; data-parallel engines of a server are separate units; "
+                "each --prometheus instance is one server of its own")
 
 
 def pair_servers(logs: list[str], urls: list[str]) -> list[tuple[str | None, str | None]]:
@@ -36,6 +37,14 @@ def pair_servers(logs: list[str], urls: list[str]) -> list[tuple[str | None, str
     if logs and len(logs) == len(urls):
         return list(zip(logs, urls))
     return [(p, None) for p in logs] + [(None, u) for u in urls]
+
+
+def servers_of(inputs: Any, logs: list[str], urls: list[str]) -> list[tuple[str | None, str | None]]:
+    """The pairing rule, except for --prometheus: its instances come sorted by name, so a log is never
+    taken to be one of them by position."""
+    if getattr(inputs, "prometheus", None) is not None:
+        return pair_servers(logs, []) + pair_servers([], urls)
+    return pair_servers(logs, urls)
 
 
 def short_name(path_or_url: str) -> str:
@@ -301,6 +310,8 @@ def fleet_summary(store: FactStore) -> dict[str, Any]:
     inputs = store.inputs
     logs = [p for p in inputs.logs]
     urls = list(inputs.metrics_urls)
+    if inputs.prometheus is not None:  # every instance the store returned is one server
+        urls = [p.endpoint for p in _maybe(store, "metrics.scrapes") or []]
     if len(logs) + len(urls) < 1:
         raise FactUnavailable("no --log or --metrics-url given")
     files = _maybe(store, "logs.files") if logs else None
@@ -312,10 +323,25 @@ def fleet_summary(store: FactStore) -> dict[str, Any]:
             if pair.error:
                 errors[pair.endpoint] = pair.error
         windows = {w.endpoint: w for w in _maybe(store, "metrics.deltas") or []}
-    units = build_units(pair_servers(logs, urls), by_path, windows, errors)
+    units = build_units(servers_of(inputs, logs, urls), by_path, windows, errors)
+    if inputs.prometheus is not None:
+        for u in units:
+            if u["metrics_url"]:
+                u["inspect"] = prometheus_inspect(inputs.prometheus, u["metrics_url"])
     if len(units) < 2:
         raise FactUnavailable("one server: a fleet needs two or more --log / --metrics-url (or DP engines)")
     return {"pairing": PAIRING_RULE, "servers": units}
+
+
+def prometheus_inspect(src: Any, endpoint: str) -> str:
+    """The command that diagnoses one instance of a Prometheus fleet on its own."""
+    from spec_doctor.parsers.promapi import display_url, promql_duration
+
+    inst = endpoint.removeprefix("http://").removesuffix("/metrics")
+    extra = src.selector.strip()[1:-1].strip() if src.selector.strip() else ""
+    sel = "{" + (extra + ", " if extra else "") + f'instance="{inst}"' + "}"
+    return (f"spec-doctor check --prometheus {display_url(src.url)} --selector '{sel}' "
+            f"--window {promql_duration(src.window_s)}" + (f" --at {src.at:.0f}" if src.at is not None else ""))
 
 
 def _maybe(store: FactStore, name: str) -> Any:

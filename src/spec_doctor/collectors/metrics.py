@@ -40,6 +40,8 @@ class ScrapePair:
     before: MetricsSnapshot | None
     after: MetricsSnapshot | None
     error: str | None = None
+    label: str | None = None  # how evidence names the window (Prometheus: instance, store and range)
+    server: str | None = None  # the server's short name, for titles (Prometheus: its instance)
 
 
 def _read_file(path: str) -> MetricsSnapshot:
@@ -66,9 +68,11 @@ def _scrape_all(urls: list[str], timeout: float) -> list[MetricsSnapshot | str]:
 @provides("metrics.scrapes", reads="--metrics-url / --metrics-file")
 def metrics_scrapes(store: FactStore) -> list[ScrapePair]:
     inputs = store.inputs
+    if inputs.prometheus is not None:  # one pair per instance, from the store's increase() over the window
+        return list(store.get("prometheus.view").pairs)
     urls, files = list(inputs.metrics_urls), list(inputs.metrics_baseline)
     if not urls and not files:
-        raise FactUnavailable("no --metrics-url or --metrics-file given")
+        raise FactUnavailable("no --metrics-url, --metrics-file or --prometheus given")
     interval = float(inputs.metrics_interval_s)
     if not 0 <= interval <= MAX_INTERVAL_S:
         raise InputError(f"--metrics-interval must be between 0 and {MAX_INTERVAL_S:g} seconds, not {interval:g}")
@@ -108,7 +112,7 @@ def metrics_scrapes(store: FactStore) -> list[ScrapePair]:
 @provides("metrics.deltas")
 def metrics_deltas(store: FactStore) -> list[MetricsWindow]:
     pairs = store.get("metrics.scrapes")
-    windows = [build_window(p.before, p.after, p.endpoint) for p in pairs if p.after is not None]
+    windows = [build_window(p.before, p.after, p.endpoint, label=p.label, server=p.server) for p in pairs if p.after is not None]
     if not windows:
         raise FactUnavailable(next((p.error for p in pairs if p.error), "no /metrics scrape succeeded"))
     return windows
@@ -140,7 +144,8 @@ def metrics_summary(store: FactStore) -> dict:
                                        "tokens_per_step": r(d.mean_acceptance_length),
                                        "per_position": [r(p) for p in d.per_position_rates]}
             # Keyed by model and engine (not by URL or file) so that `compare` matches them across two runs.
-            key = f"{d.model or 'model'} / engine {d.engine or '-'}" + (f" / window {i + 1}" if len(windows) > 1 else "")
+            where = f" / {w.server}" if w.server else (f" / window {i + 1}" if len(windows) > 1 else "")
+            key = f"{d.model or 'model'} / engine {d.engine or '-'}" + where
             out[key] = entry
     if not out:
         raise FactUnavailable("no vLLM engine in the /metrics windows")

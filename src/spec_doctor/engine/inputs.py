@@ -5,6 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+@dataclass(frozen=True)
+class PrometheusSource:
+    """Read /metrics through a Prometheus HTTP API (or a PromQL-compatible store) instead of scraping."""
+
+    url: str
+    selector: str = ""  # extra label matchers, e.g. '{job="vllm"}'
+    window_s: float = 3600.0  # increase() / rate() over this range ...
+    at: float | None = None  # ... ending at this unix time (None: now)
+    token_env: str = "SPEC_DOCTOR_PROMETHEUS_TOKEN"  # bearer token read from this variable, never stored
+
+
 @dataclass
 class Inputs:
     logs: list[str] = field(default_factory=list)  # paths, "-" for stdin; .gz allowed
@@ -17,6 +28,7 @@ class Inputs:
     # A saved earlier /metrics scrape to diff against, instead of scraping twice.
     metrics_baseline: list[str] = field(default_factory=list)
     metrics_interval_s: float = 5.0
+    prometheus: PrometheusSource | None = None  # --prometheus: the same facts from a Prometheus server
     temperature: float | None = None
     probe: str | None = None  # None | "offline" | "live"
     server: str | None = None  # OpenAI-compatible server URL for the live probe
@@ -30,4 +42,5 @@ class Inputs:
     @property
     def has_deployment(self) -> bool:
         return bool(self.logs or self.cmd or self.config or self.target or self.draft
-                    or self.metrics_urls or self.metrics_baseline or self.server or self.servers)
+                    or self.metrics_urls or self.metrics_baseline or self.server or self.servers
+                    or self.prometheus is not None)

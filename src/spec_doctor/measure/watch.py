@@ -229,6 +229,36 @@ class MetricsPoller:
         return ScrapePair(self.url, before, self.last, None)
 
 
+class PrometheusPoller:
+    """`watch --prometheus`: each refresh re-runs `check --prometheus`'s queries over the window ending now
+    (with --at T: ending at T plus the time watched, a replay of that moment at real speed), so the view is
+    `check`'s, moving with time."""
+
+    def __init__(self, src: Any, timeout: float) -> None:
+        from spec_doctor.collectors.prometheus import client_for
+
+        self.src, self.client = src, client_for(src, timeout)
+        self.view: Any = None
+        self.error: str | None = None
+        self._t0 = time.time()
+
+    def poll(self) -> bool:
+        from spec_doctor.collectors.prometheus import fetch_view
+
+        now = time.time()
+        end = now if self.src.at is None else self.src.at + (now - self._t0)
+        try:
+            self.view = fetch_view(self.client, self.src, at=end)
+        except InputError as exc:
+            self.error = str(exc)
+            return False
+        self.error = None
+        return True
+
+    def pairs(self) -> list[Any]:
+        return list(self.view.pairs) if self.view is not None else []
+
+
 # -- VRAM ----------------------------------------------------------------------------------------
 class VramWatch:
     """One NVML memory reading per GPU per refresh into a VramRecording (decimated past 2048 samples)."""
@@ -324,6 +354,11 @@ class Watch:
         # A scrape may not hold up the refresh much longer than one interval (a host that never answers).
         timeout = min(5.0, float(inputs.timeout_s), max(1.0, interval_s))
         self.pollers = [MetricsPoller(u, timeout) for u in inputs.metrics_urls]
+        self.prom: PrometheusPoller | None = None
+        if inputs.prometheus is not None:
+            from spec_doctor.collectors.prometheus import QUERY_TIMEOUT_S
+
+            self.prom = PrometheusPoller(inputs.prometheus, min(QUERY_TIMEOUT_S, float(inputs.timeout_s)))
         self.nv = nv
         self.vram = VramWatch(nv, clock, interval_s) if nv is not None else None
         self.notes: list[str] = [nv_note] if nv_note else []
@@ -353,9 +388,19 @@ class Watch:
             return files
 
         def metrics_scrapes(store: FactStore) -> list:
+            if self.prom is not None:
+                if self.prom.view is None:
+                    raise FactUnavailable(self.prom.error or "Prometheus not queried yet")
+                return self.prom.pairs()
             if not self.pollers:
                 raise FactUnavailable("no --metrics-url given")
             return [p.pair() for p in self.pollers]
+
+        def prometheus_view(store: FactStore) -> Any:
+            if self.prom is None or self.prom.view is None:
+                raise FactUnavailable("no --prometheus given" if self.prom is None else
+                                      self.prom.error or "Prometheus not queried yet")
+            return self.prom.view
 
         def vram_samples(store: FactStore) -> dict:
             if self.vram is None or not self.vram.rec.samples:
@@ -374,6 +419,7 @@ class Watch:
                 raise FactUnavailable(f"NVML not available: {exc}") from None
 
         providers.update({"logs.files": logs_files, "metrics.scrapes": metrics_scrapes,
+                          "prometheus.view": prometheus_view,
                           "vram.samples": vram_samples, "nvml.snapshot": nvml_snapshot})
         return providers
 
@@ -393,6 +439,8 @@ class Watch:
         else:
             for p in self.pollers:
                 p.poll()
+        if self.prom is not None:
+            self.prom.poll()
         if self.vram is not None:
             try:
                 self.vram.poll()
@@ -407,14 +455,27 @@ class Watch:
         out = list(self.notes)
         out += [t.error for t in self.tails if t.error]
         out += [p.error for p in self.pollers if p.error]
+        if self.prom is not None and self.prom.error:
+            out.append(self.prom.error)
         return out
 
     def units(self) -> list[dict[str, Any]]:
         """Per server / engine: cumulative figures (doctor/fleet.py) plus recent ones since the last refresh."""
-        from spec_doctor.collectors.fleet import build_units, pair_servers
+        from spec_doctor.collectors.fleet import build_units, pair_servers, servers_of
         from spec_doctor.parsers.promparse import build_window
 
         logs = {t.path: t.lf for t in self.tails if t.lf.lines > 0 or t.static}
+        if self.prom is not None:  # the window ending now, per instance: already a rate, nothing to diff
+            pairs = self.prom.pairs()
+            windows = {p.endpoint: build_window(p.before, p.after, p.endpoint, label=p.label, server=p.server) for p in pairs
+                       if p.after is not None}
+            errors = {p.endpoint: p.error for p in pairs if p.error}
+            units = build_units(servers_of(self.inputs, [t.path for t in self.tails], [p.endpoint for p in pairs]),
+                                logs, windows, errors)
+            for u in units:
+                if u.get("gen_tokens") is not None and self.prom.view is not None:
+                    u["gen_tps_now"] = u["gen_tokens"] / self.prom.view.window_s
+            return units
         windows = {p.url: build_window(p.pair().before, p.last, p.url) for p in self.pollers if p.last is not None}
         errors = {p.url: p.error for p in self.pollers if p.error and p.last is None}
         units = build_units(pair_servers([t.path for t in self.tails], [p.url for p in self.pollers]),

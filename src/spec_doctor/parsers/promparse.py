@@ -153,8 +153,8 @@ def parse_metrics_text(text: str, source: str = "text", taken_at: float | None =
             for s in fam.samples:
                 if s.name.endswith("_created"):
                     continue  # a timestamp, not a count (vLLM V1, prometheus_client >= 0.4)
-                labels = tuple(sorted((k, _short(v)) for k, v in s.labels.items()))
-                name = _vllm_name(s.name)
+                labels = tuple(sorted((k, short_label(v)) for k, v in s.labels.items()))
+                name = canonical_name(s.name)
                 value = float(s.value)
                 if (name, labels) in seen:
                     duplicates.append(name)
@@ -177,12 +177,13 @@ def parse_metrics_text(text: str, source: str = "text", taken_at: float | None =
 MAX_LABEL_CHARS = 256
 
 
-def _short(value: str) -> str:
+def short_label(value: str) -> str:
     return value if len(value) <= MAX_LABEL_CHARS else value[:MAX_LABEL_CHARS] + f"…[{len(value):,} chars]"
 
 
-def _vllm_name(name: str) -> str:
-    # prometheus_client's OpenMetrics writer escapes ':' to '_' (vllm_spec_decode_...); use one spelling.
+def canonical_name(name: str) -> str:
+    """One spelling of a vLLM metric name: prometheus_client's OpenMetrics writer (and OpenTelemetry's
+    Prometheus receiver) turn ':' into '_' (vllm_spec_decode_...)."""
     return "vllm:" + name[5:] if name.startswith("vllm_") else name
 
 
@@ -193,20 +194,13 @@ def _is_openmetrics(text: str) -> bool:
 def read_metrics_file(path: str) -> MetricsSnapshot:
     """A saved scrape (``curl -s http://host:8000/metrics > before.txt``)."""
     from spec_doctor.engine.facts import InputError
-    from spec_doctor.engine.limits import require_regular
+    from spec_doctor.engine.limits import read_small_file
 
     try:
-        require_regular(path, "metrics file")
+        text = read_small_file(path, "metrics file", cap=MAX_SCRAPE_BYTES)
     except InputError as exc:
         raise ScrapeError(str(exc)) from None
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_SCRAPE_BYTES + 1)
-    except OSError as exc:
-        raise ScrapeError(f"cannot read metrics file '{path}': {exc.strerror or exc}") from None
-    if len(data) > MAX_SCRAPE_BYTES:
-        raise ScrapeError(f"metrics file '{path}' is larger than {MAX_SCRAPE_BYTES // 2**20} MiB")
-    return parse_metrics_text(data.decode("utf-8", errors="replace"), source=path)
+    return parse_metrics_text(text, source=path)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -489,6 +483,8 @@ class MetricsWindow:
     has_vllm: bool
     has_spec_metrics: bool
     spec_positions: int | None  # K as exposed by the per-position counters
+    label: str | None = None  # how evidence names this window (default: from the endpoint and interval)
+    server: str | None = None  # the server's short name when the window is one of a fleet's (Prometheus)
 
     @property
     def lifetime(self) -> bool:
@@ -496,6 +492,8 @@ class MetricsWindow:
 
     @property
     def window_label(self) -> str:
+        if self.label:
+            return self.label
         if self.before_source is None:
             return f"{self.after_source} (totals since server start)"
         if self.interval_s is not None:
@@ -504,7 +502,7 @@ class MetricsWindow:
 
 
 def build_window(before: MetricsSnapshot | None, after: MetricsSnapshot, endpoint: str | None = None,
-                 ) -> MetricsWindow:
+                 label: str | None = None, server: str | None = None) -> MetricsWindow:
     """Reduce a pair of scrapes (or one) to a MetricsWindow."""
     interval = None
     if before is not None and before.taken_at is not None and after.taken_at is not None:
@@ -516,7 +514,7 @@ def build_window(before: MetricsSnapshot | None, after: MetricsSnapshot, endpoin
         gauges_before=gauges(before) if before is not None else {},
         gauges_after=gauges(after),
         has_vllm=after.has_vllm, has_spec_metrics=after.has_spec_decode,
-        spec_positions=spec_positions_hint(after))
+        spec_positions=spec_positions_hint(after), label=label, server=server)
 
 
 def merge_deltas(deltas: Iterable[EngineDelta], engine: str = "*") -> EngineDelta:

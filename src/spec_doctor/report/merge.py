@@ -49,11 +49,24 @@ def source_label(f: Finding) -> str:
     return labels[hit] if hit else (f.check_id.split(".", 1)[0] or "check")
 
 
-def root_key(f: Finding) -> tuple[str, str]:
-    """(category, subject): findings with the same key are one root cause."""
+def server_of(f: Finding) -> str | None:
+    """The one server a finding is about (its /metrics endpoint, or the fleet's odd one out), if it says."""
+    server = f.data.get("endpoint") if isinstance(f.data, dict) else None
+    return str(server) if server else None
+
+
+def root_key(f: Finding, per_server: bool = False) -> tuple[str, str]:
+    """(category, subject): findings with the same key are one root cause. ``per_server`` (a diagnosis of
+    several servers): the same problem on two servers is two root causes, so the server is part of the key."""
     t = _table()
     if f.category is Category.HEALTHY:
         return ("healthy", t["healthy_topic"].get(f.id, f.id))
+    key = _subject_key(f, t)
+    server = server_of(f) if per_server else None
+    return (key[0], f"{key[1]}@{server}") if server else key
+
+
+def _subject_key(f: Finding, t: dict[str, Any]) -> tuple[str, str]:
     explicit = f.data.get("root_cause") if isinstance(f.data, dict) else None
     if explicit:
         return (f.category.value, str(explicit))
@@ -114,9 +127,11 @@ def _not_borne_out(f: Finding, note: Finding) -> Finding:
 
 def merge_findings(findings: Iterable[Finding]) -> list[Finding]:
     """Group by root cause and combine each group; the result is in no particular order (rank it)."""
+    findings = list(findings)
+    per_server = len({s for f in findings if (s := server_of(f))}) > 1
     groups: dict[tuple[str, str], list[Finding]] = {}
     for f in findings:
-        groups.setdefault(root_key(f), []).append(f)
+        groups.setdefault(root_key(f, per_server), []).append(f)
     combined = {key: _combine(members) for key, members in groups.items()}
     problems = {k: f for k, f in combined.items() if k[0] != "healthy"}
     out: list[Finding] = []

@@ -13,6 +13,7 @@ from collections import Counter
 from typing import Any
 
 from spec_doctor.report.fix_text import fit_command
+from spec_doctor.report.views.servers import COLUMNS, server_rows
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _VERDICT = {"healthy": "bold green", "degraded": "bold yellow", "broken": "bold red", "unknown": "bold magenta"}
@@ -121,6 +122,16 @@ def render(report: dict[str, Any], *, color: bool = False, width: int | None = N
         con.print("[green]Checked and fine:[/]")
         for f in healthy:
             _para(con, "  [green]✓[/] ", "  ✓ ", f["title"], 4, width)
+    servers = server_rows(report)
+    if servers:
+        stable = Table(title=None, show_header=True, header_style="bold", box=None, pad_edge=False)
+        for col in COLUMNS:
+            stable.add_column(col, justify="left" if col in ("server", "note") else "right", overflow="fold")
+        for row in servers:
+            stable.add_row(*(escape(c) for c in row))
+        con.print()
+        con.print(f"[bold]{len(servers)} servers:[/]")
+        con.print(stable)
     failed = [c for c in report["checks"] if c["status"] == "error"]
     skipped = [c for c in report["checks"] if c["status"] == "skip"]
     listed = failed + (skipped if verbose else [])

@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from spec_doctor.report.views.servers import server_line, server_rows
+
 _LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 _FILE_LINE = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+)(?:-(?P<end>\d+))?$")
 
@@ -41,6 +43,11 @@ def render(report: dict[str, Any], **_: Any) -> str:
             msg += "\nFix: " + f["fix"]["summary"]
             msg += "".join("\n  " + c for c in f["fix"]["commands"])
         lines.append(f"::{_LEVEL[f['severity']]} {','.join(props)}::{_escape_data(msg)}")
+    servers = server_rows(report)
+    if servers:  # per-server figures in a collapsible log group
+        lines.append(f"::group::spec-doctor: {len(servers)} servers")
+        lines += [_escape_data(server_line(row)) for row in servers]
+        lines.append("::endgroup::")
     counts = report["summary"]["findings"]
     lines.append(f"::notice title=spec-doctor::verdict {report['verdict']}: "
                  f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info")

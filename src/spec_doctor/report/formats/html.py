@@ -12,6 +12,7 @@ import html
 from typing import Any
 
 from spec_doctor.report.formats.markdown import shell_block_line
+from spec_doctor.report.views.servers import COLUMNS, server_rows
 
 X_KEYS = ("t", "time_s", "elapsed_s", "k", "K", "line", "step", "concurrency")
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
@@ -174,6 +175,11 @@ def render(report: dict[str, Any], **_: Any) -> str:
     if healthy:
         parts.append("<h2>Checked and fine</h2><ul>" + "".join(f"<li>{e(f['title'])}</li>" for f in healthy)
                      + "</ul>")
+    servers = server_rows(report)
+    if servers:
+        parts.append(f"<h2>Servers ({len(servers)})</h2><table><tr>" + "".join(f"<th>{e(c)}</th>" for c in COLUMNS)
+                     + "</tr>" + "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>"
+                                         for row in servers) + "</table>")
     plots = plots_from_sections(report.get("sections") or {})
     if plots:
         parts.append("<h2>Plots</h2><div class='plots'>" + "".join(plots) + "</div>")

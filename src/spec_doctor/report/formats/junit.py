@@ -5,6 +5,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from spec_doctor.report.views.servers import server_line, server_rows
+
 
 def render(report: dict[str, Any], **_: Any) -> str:
     checks = report["checks"]
@@ -31,6 +33,10 @@ def render(report: dict[str, Any], **_: Any) -> str:
         elif found:
             out = ET.SubElement(case, "system-out")
             out.text = "\n\n".join(_describe(f) for f in found)
+    servers = server_rows(report)
+    if servers:  # per-server figures of a fleet, next to the per-check cases
+        node = ET.SubElement(suite, "system-out")
+        node.text = "\n".join(server_line(row) for row in servers)
     suite.set("tests", str(len(checks)))
     suite.set("failures", str(failures))
     suite.set("errors", str(errors))

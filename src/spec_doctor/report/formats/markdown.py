@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from spec_doctor.report.views.servers import COLUMNS, server_rows
+
 _ICON = {"error": "🔴", "warning": "🟠", "info": "🔵"}
 
 
@@ -63,6 +65,12 @@ def render(report: dict[str, Any], **_: Any) -> str:
     if healthy:
         out += ["### Checked and fine", ""]
         out += [f"- {f['title']}" for f in healthy]
+        out.append("")
+    servers = server_rows(report)
+    if servers:
+        out += [f"### Servers ({len(servers)})", "", "| " + " | ".join(COLUMNS) + " |",
+                "|" + "---|" * len(COLUMNS)]
+        out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in servers]
         out.append("")
     if report.get("suppressed"):
         out += ["<details><summary>Suppressed (ignore file / baseline)</summary>", ""]
