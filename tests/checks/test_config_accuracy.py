@@ -67,3 +67,22 @@ def test_quantization_from_checkpoint_names():
     assert quantization_from_name("/models/Model-27B-PARO/") == "paroquant"
     for plain in ("org/Model-8B-Instruct", "org/fp80-model", "org/parody-7b", "org/Model-8B-bf16"):
         assert quantization_from_name(plain) is None, plain
+
+
+PP = ("vllm serve org/Model-70B --tensor-parallel-size 2 --pipeline-parallel-size 2 --speculative-config "
+      "'{\"method\": \"ngram\", \"num_speculative_tokens\": 3, \"prompt_lookup_max\": 4}'")
+TRACEBACK = [{"file": "vllm.log", "tracebacks": [{"source": "vllm.log:40-52", "exc_type": "AttributeError",
+                                                  "exc_msg": "'X' object has no attribute 'y'"}], "events": []}]
+
+
+def test_pipeline_parallel_with_speculation_borne_out_by_a_crash():
+    plain = run(PP, None)["config.parallel.pipeline"]
+    assert plain.severity is Severity.WARNING and plain.category is Category.CONFIG_UNSUPPORTED_COMBO
+    crashed = run(PP, None, **{"logs.events": TRACEBACK})["config.parallel.pipeline"]
+    assert crashed.severity is Severity.ERROR and crashed.confidence > plain.confidence
+    assert any("crashed" in e.detail for e in crashed.evidence)
+    # A log with warnings but no traceback is no crash.
+    quiet = run(PP, None, **{"logs.events": [{"file": "vllm.log", "tracebacks": [], "events": []}]})
+    assert quiet["config.parallel.pipeline"].severity is Severity.WARNING
+    # Releases that run PP with speculation say nothing, crash or not.
+    assert "config.parallel.pipeline" not in run(PP, "0.20.0", **{"logs.events": TRACEBACK})

@@ -543,6 +543,15 @@ def _rule_overlaps(rule: Mapping[str, Any], low: Version, high: Version) -> bool
     return any(p in spec for p in points)
 
 
+def _crash(facts: Mapping[str, Any]) -> Evidence | None:
+    """The first traceback in the logs, as evidence that a combination vLLM does not support did break the run."""
+    for f in facts.get("logs.events") or []:
+        for tb in f.get("tracebacks") or []:
+            what = f"{tb.get('exc_type') or 'exception'}: {tb.get('exc_msg') or ''}".strip().rstrip(":")
+            return Evidence(str(tb.get("source")), f"the run crashed: {what[:160]}")
+    return None
+
+
 def _ran(facts: Mapping[str, Any]) -> str | None:
     """Where the log shows speculation drafting (spec-decode metrics with drafted tokens), else None."""
     for a in facts.get("logs.acceptance") or []:
@@ -554,7 +563,7 @@ def _ran(facts: Mapping[str, Any]) -> str | None:
 # ---------------------------------------------------------------------------------------------------
 
 @check("config.parallel", categories=[Category.CONFIG_UNSUPPORTED_COMBO, Category.ENV_VERSION],
-       needs=["config.deployment"], wants=["vllm.version"], sources=[SIGNALS],
+       needs=["config.deployment"], wants=["vllm.version", "logs.events"], sources=[SIGNALS],
        findings={
            "config.parallel.draft-tp": "draft tensor parallel size other than what the release allows",
            "config.parallel.draft-tp-version": "draft TP equal to the target's, which this old release rejects",
@@ -608,21 +617,27 @@ def parallel(facts: Mapping[str, Any]) -> list[Finding]:
                             (("pip install -U 'vllm>=0.6.4'",) if later_ok else ()) + _fix_cmds(cfg, version)),
                     impact="the server starts", impact_score=0.8, data={"draft_tp": dtp, "tp": tp}))
     pp = _int(cfg.args.get("pipeline_parallel_size"))
+    crash = _crash(facts)
     if pp and pp > 1:
         rules, partly = _range_rules("pipeline-parallel", version, _ends(facts), spec.method)
         if rules:
             rule = rules[0]
             known = version is not None and not partly
+            # A crash in the run is what this combination does in those releases: the prediction is borne out,
+            # and two independent signals (the combination, the crash) make it surer than either alone.
             out.append(Finding(
                 "config.parallel.pipeline", Category.CONFIG_UNSUPPORTED_COMBO,
-                Severity.ERROR if known else Severity.WARNING,
-                _scaled(facts, 0.85) if known else _scaled(facts, 0.65) if partly else conf_unknown,
+                Severity.ERROR if known or crash else Severity.WARNING,
+                (0.9 if known or partly else 0.8) if crash else _scaled(facts, 0.85) if known else
+                _scaled(facts, 0.65) if partly else conf_unknown,
                 f"Pipeline parallel size {pp} with speculative decoding"
                 + (f" is not supported by vLLM {version}" if known else
                    f" is not supported by vLLM {rule['versions']} (within the releases the inputs point to)"
-                   if partly else " is not supported up to vLLM 0.15 (version unknown)"),
+                   if partly else " is not supported up to vLLM 0.15 (version unknown)")
+                + ("; the run crashed" if crash else ""),
                 evidence=(Evidence(cfg.source_of("pipeline_parallel_size"), f"pipeline_parallel_size={pp}"),
-                          _spec_ev(cfg), vev, Evidence(rule["source"], rule["message"])),
+                          _spec_ev(cfg), vev, Evidence(rule["source"], rule["message"]))
+                + ((crash,) if crash else ()),
                 fix=Fix("Use tensor parallelism instead of pipeline parallelism with speculation:",
                         (f"--tensor-parallel-size {tp * pp} --pipeline-parallel-size 1",)),
                 impact="the server starts with speculation", impact_score=0.8, data={"pp": pp}))
