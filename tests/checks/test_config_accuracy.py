@@ -86,3 +86,24 @@ def test_pipeline_parallel_with_speculation_borne_out_by_a_crash():
     assert quiet["config.parallel.pipeline"].severity is Severity.WARNING
     # Releases that run PP with speculation say nothing, crash or not.
     assert "config.parallel.pipeline" not in run(PP, "0.20.0", **{"logs.events": TRACEBACK})
+
+
+def test_mtp_on_a_quantized_checkpoint_is_cleared_by_accepted_drafts(tmp_path):
+    import json
+
+    from conftest import run_cli
+
+    def found(accepted: int) -> dict:
+        log = tmp_path / f"vllm-{accepted}.log"
+        log.write_text(
+            "(APIServer pid=1) INFO 05-01 14:24:50 [metrics.py:96] SpecDecoding metrics: Mean acceptance length: "
+            f"{1 + 2 * accepted / 900:.2f}, Accepted throughput: 1.00 tokens/s, Drafted throughput: 9.00 tokens/s, "
+            f"Accepted: {accepted} tokens, Drafted: 900 tokens, Per-position acceptance rate: 0.500, 0.300, 0.200, "
+            "Avg Draft acceptance rate: 33.3%\n")
+        proc = run_cli("check", "--log", str(log), "--target", "org/Some-27B-NVFP4", "--draft", "mtp",
+                       "--format", "json")
+        return {f["id"]: f for f in json.loads(proc.stdout)["findings"]}
+
+    assert "pair.quantization.mtp-head" not in found(300)  # trained MTP weights are evidently loaded
+    assert found(0)["pair.quantization.mtp-head"]["severity"] == "error"
+    assert found(20)["pair.quantization.mtp-head"]["category"] == "quantization"  # ~2 %: chance level

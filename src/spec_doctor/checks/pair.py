@@ -345,6 +345,16 @@ def _zero_acceptance(facts: Mapping[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+def _head_accepts(facts: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A log stream in which the head's drafts are accepted well above chance: its trained weights are loaded."""
+    for a in facts.get("logs.acceptance") or []:
+        drafted = a.get("drafted") or 0
+        if drafted >= threshold("min_drafted_tokens") and \
+                (a.get("accepted") or 0) / drafted >= threshold("trained_head_min_acceptance"):
+            return a
+    return None
+
+
 @check("pair.quantization", categories=["quantization", "healthy"], needs=["models.pair"], wants=["logs.acceptance"],
        sources=["https://docs.vllm.ai/en/latest/features/quantization/gguf/", MTP_QUANT_SOURCE], findings={
            "pair.quantization.draft": "the draft's quantization is known to be slow or fragile with speculation",
@@ -372,7 +382,8 @@ def quantization_check(facts: Mapping[str, Any]) -> list[Finding]:
             fix=Fix(row["fix"], (_spec_cmd(pair).replace(f'"model": "{d.ref}"', '"model": "UNQUANTIZED-DRAFT"'),)),
             impact="slower draft steps, possibly a failed start", impact_score=0.4,
             data={"draft_quantization": d.quantization, "target_quantization": t.quantization}))
-    elif pair.family == HEAD and t.quantization and is_mtp_method(pair.method or ""):
+    elif pair.family == HEAD and t.quantization and is_mtp_method(pair.method or "") and \
+            _head_accepts(facts) is None:
         zero = _zero_acceptance(facts)
         ev = [Evidence(t.quantization_source or t.ref, f"target: {t.quantization}"),
               Evidence(MTP_QUANT_SOURCE.split(" ", 1)[0], MTP_QUANT_SOURCE.split(" ", 1)[1].strip("()"))]
