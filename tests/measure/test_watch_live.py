@@ -62,7 +62,7 @@ def test_tail_in_random_pieces_equals_the_batch_parse(path, tmp_path):
         with open(out, "ab") as f:
             f.write(b"\n")
         tail.poll()
-    lf = tail.lf
+    lf = tail.view()
     assert stream_figures(lf) == stream_figures(whole)
     assert lf.config_lines == whole.config_lines
     assert sorted(lf.signatures) == sorted(whole.signatures)

@@ -109,6 +109,20 @@ class LogTail:
             return 0
         return self.lf.lines
 
+    def view(self) -> Any:
+        """The log as read so far, settled as parse_log settles a whole file (a traceback still open is closed,
+        an offline summary block flushed, engine-less spec lines folded into their engine's stream), on a copy:
+        the live LogFile keeps reading where it was."""
+        import copy
+
+        if self.static:
+            return self.lf
+        lf = copy.deepcopy(self.lf)
+        lf.ev.close()
+        lf.flush_offline()
+        lf.fold_engineless()
+        return lf
+
     def feed_bytes(self, block: bytes) -> int:
         """Feed raw bytes (any split); complete lines go through the parser's own line selection."""
         from spec_doctor.parsers.logparse.reader import MAX_LINE
@@ -382,7 +396,7 @@ class Watch:
         def logs_files(store: FactStore) -> list:
             if not self.tails:
                 raise FactUnavailable("no log given (--log)")
-            files = [t.lf for t in self.tails if t.lf.lines > 0 or t.static]
+            files = [t.view() for t in self.tails if t.lf.lines > 0 or t.static]
             if not files:
                 raise FactUnavailable("no complete line in the log(s) yet")
             return files
