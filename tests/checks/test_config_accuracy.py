@@ -107,3 +107,26 @@ def test_mtp_on_a_quantized_checkpoint_is_cleared_by_accepted_drafts(tmp_path):
     assert "pair.quantization.mtp-head" not in found(300)  # trained MTP weights are evidently loaded
     assert found(0)["pair.quantization.mtp-head"]["severity"] == "error"
     assert found(20)["pair.quantization.mtp-head"]["category"] == "quantization"  # ~2 %: chance level
+
+
+def budget_cmd(method: str, k: int, mbt: int, seqs: int) -> str:
+    model = "" if method == "ngram" else f', "model": "org/Model-8B-{method}"'
+    return (f"vllm serve org/Model-8B --max-num-batched-tokens {mbt} --max-num-seqs {seqs} --speculative-config "
+            f"'{{\"method\": \"{method}\"{model}, \"num_speculative_tokens\": {k}}}'")
+
+
+def test_token_budget_below_the_reserved_draft_slots():
+    cmd = budget_cmd("dflash", 5, 256, 64)  # 256 - 4 x 64 = 0 on 0.20-0.27, 256 - 5 x 64 < 0 on 0.28-0.32
+    f = run(cmd, "0.22.0")["config.scheduler.no-tokens-left"]
+    assert f.severity is Severity.ERROR and f.category is Category.SCHEDULER_CONFIG and f.data["left"] == 0
+    assert run(cmd, "0.30.0")["config.scheduler.no-tokens-left"].data["left"] == 256 - 5 * 64
+    later = run(cmd, "0.33.0")  # 0.33 no longer subtracts: only the softer one-step warning remains
+    assert "config.scheduler.no-tokens-left" not in later and "config.scheduler.batched-tokens" in later
+    assert "config.scheduler.no-tokens-left" not in run(cmd, "0.19.0")
+    unknown = run(cmd, None)["config.scheduler.no-tokens-left"]
+    assert unknown.severity is Severity.WARNING and "0.33.0" in unknown.title
+    # Enough budget, or a method that reserves nothing, says nothing.
+    assert "config.scheduler.no-tokens-left" not in run(budget_cmd("dflash", 5, 8192, 64), "0.22.0")
+    assert "config.scheduler.no-tokens-left" not in run(budget_cmd("ngram", 5, 256, 64), "0.22.0")
+    assert run(budget_cmd("draft_model", 3, 64, 64), "0.22.0")["config.scheduler.no-tokens-left"].data[
+        "slots_per_request"] == 1

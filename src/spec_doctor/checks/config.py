@@ -11,6 +11,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity, clip
@@ -535,8 +536,6 @@ def _range_rules(rule_id: str, version: Version | None, ends: tuple[Version, Ver
 def _rule_overlaps(rule: Mapping[str, Any], low: Version, high: Version) -> bool:
     """Whether a rule's release range (a specifier such as '>=0.6.4,<0.6.5') meets [low, high]: tried at both
     ends and at every boundary release the specifier names inside the range."""
-    from packaging.specifiers import SpecifierSet
-
     spec = SpecifierSet(rule["versions"])
     lo, hi = _base(low), _base(high)
     points = {lo, hi} | {Version(sp.version) for sp in spec if lo <= Version(sp.version) <= hi}
@@ -800,6 +799,50 @@ def cudagraph(facts: Mapping[str, Any]) -> list[Finding]:
 
 # ---------------------------------------------------------------------------------------------------
 
+def _slots(rule: Mapping[str, Any], k: int) -> int:
+    return {"k": k, "k-1": k - 1, "1": 1, "0": 0}[str(rule["slots"])]
+
+
+def _refused_budget(facts: Mapping[str, Any], cfg: DeploymentConfig, mbt: int | None, k: int | None,
+                    seqs: int | None, version: Version | None, vsrc: str) -> Finding | None:
+    """The token budget minus the draft slots vLLM reserves per running request (methods.toml "draft-slots"):
+    at or below zero the release refuses to start. With the version unknown, the releases where it would."""
+    spec = cfg.speculative
+    if spec is None or mbt is None or not k or not seqs:
+        return None
+    method = spec.method
+    if spec.raw.get("parallel_drafting") is True and method not in ("dflash", "dspark", "draft_model"):
+        method = "dflash"  # any parallel drafter reserves K-1 masked-query slots, as DFlash did up to 0.27
+    failing = [(r, mbt - _slots(r, k) * seqs) for r in applicable_rules("draft-slots", None, method)]
+    failing = [(r, left) for r, left in failing if left <= 0]
+    if not failing:
+        return None
+    ends = _ends(facts)
+    here = [(r, left) for r, left in failing if version is not None and _base(version) in SpecifierSet(r["versions"])]
+    if version is not None and not here and (ends is None or not any(_rule_overlaps(r, *ends) for r, _ in failing)):
+        return None  # the release (or the whole inferred range) does not reserve these slots
+    rule, left = (here or failing)[0]
+    known = bool(here) and ends is None
+    bounds = [(sp.operator, Version(sp.version)) for r, _ in failing for sp in SpecifierSet(r["versions"])]
+    lows, highs = [v for op, v in bounds if op == ">="], [v for op, v in bounds if op == "<"]
+    releases = f">={min(lows)},<{max(highs)}" if lows and highs else ", ".join(r["versions"] for r, _ in failing)
+    return Finding(
+        "config.scheduler.no-tokens-left", Category.SCHEDULER_CONFIG, Severity.ERROR if known else Severity.WARNING,
+        # The arithmetic is vLLM's own; the only doubt left is the release, which the severity carries.
+        0.9 if known else 0.7,
+        f"--max-num-batched-tokens {mbt} minus {rule['slots'].upper()} draft slot(s) x max-num-seqs {seqs} leaves "
+        f"{left} tokens to schedule: " + (f"vLLM {version} refuses to start" if known else
+                                          f"vLLM {releases} refuses to start"),
+        evidence=(Evidence(cfg.source_of("max_num_batched_tokens"), f"max_num_batched_tokens={mbt}"),
+                  Evidence(cfg.source_of("max_num_seqs"), f"max_num_seqs={seqs}"), _spec_ev(cfg),
+                  _ver_ev(version, vsrc), Evidence(rule["source"], rule["message"])),
+        fix=Fix("Raise the token budget above the reserved draft slots (or lower max-num-seqs / K):",
+                (f"--max-num-batched-tokens {(_slots(rule, k) + k + 1) * seqs}",)),
+        impact="the server starts", impact_score=0.8,
+        data={"max_num_batched_tokens": mbt, "max_num_seqs": seqs, "slots_per_request": _slots(rule, k),
+              "left": left})
+
+
 @check("config.scheduler", categories=[Category.SCHEDULER_CONFIG, Category.OOM, Category.K_TOO_LARGE,
                                        Category.HIGH_TEMPERATURE],
        needs=["config.deployment"], wants=["vllm.version", "models.target"], sources=[SIGNALS, DOCS],
@@ -836,7 +879,10 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
             impact="higher throughput under concurrent load (latency of a single request is unchanged)",
             impact_score=0.4, data={"max_num_seqs": seqs}))
     mbt = _int(cfg.args.get("max_num_batched_tokens"))
-    if mbt is not None and k and seqs:
+    refused = _refused_budget(facts, cfg, mbt, k, seqs, version, vsrc)
+    if refused is not None:
+        out.append(refused)
+    elif mbt is not None and k and seqs:
         need = (k + 1) * seqs
         if mbt < need:
             out.append(Finding(
