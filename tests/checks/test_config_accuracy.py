@@ -130,3 +130,23 @@ def test_token_budget_below_the_reserved_draft_slots():
     assert "config.scheduler.no-tokens-left" not in run(budget_cmd("ngram", 5, 256, 64), "0.22.0")
     assert run(budget_cmd("draft_model", 3, 64, 64), "0.22.0")["config.scheduler.no-tokens-left"].data[
         "slots_per_request"] == 1
+
+
+def test_async_scheduling_with_a_method_its_path_lacks():
+    ngram = ("vllm serve org/Model-8B --async-scheduling --speculative-config "
+             "'{\"method\": \"ngram\", \"num_speculative_tokens\": 3, \"prompt_lookup_max\": 4}'")
+    f = run(ngram, "0.14.0")["config.parallel.async-scheduling"]
+    assert f.severity is Severity.ERROR and f.category is Category.CONFIG_UNSUPPORTED_COMBO
+    assert "--no-async-scheduling" in f.fix.commands
+    assert "config.parallel.async-scheduling" not in run(ngram, "0.11.0")  # before the check existed
+    assert run(ngram, None)["config.parallel.async-scheduling"].severity is Severity.WARNING
+    # EAGLE-3 is on the async path; async left unset is only disabled with a warning, never a failure.
+    eagle = ngram.replace('"method": "ngram"', '"method": "eagle3", "model": "org/Model-8B-eagle3"')
+    assert "config.parallel.async-scheduling" not in run(eagle, "0.14.0")
+    assert "config.parallel.async-scheduling" not in run(ngram.replace(" --async-scheduling", ""), "0.14.0")
+    # Draft models joined the async path in 0.16.0.
+    draft = ngram.replace('"method": "ngram"', '"method": "draft_model", "model": "org/Model-0.5B"')
+    assert "config.parallel.async-scheduling" in run(draft, "0.14.0")
+    assert "config.parallel.async-scheduling" not in run(draft, "0.16.0")
+    drafted = {"logs.acceptance": [{"source": "vllm.log:9", "drafted": 500, "accepted": 200}]}
+    assert "config.parallel.async-scheduling" not in run(ngram, "0.14.0", **drafted)  # it started after all

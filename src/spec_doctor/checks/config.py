@@ -562,13 +562,14 @@ def _ran(facts: Mapping[str, Any]) -> str | None:
 # ---------------------------------------------------------------------------------------------------
 
 @check("config.parallel", categories=[Category.CONFIG_UNSUPPORTED_COMBO, Category.ENV_VERSION],
-       needs=["config.deployment"], wants=["vllm.version", "logs.events"], sources=[SIGNALS],
+       needs=["config.deployment"], wants=["vllm.version", "logs.events", "logs.acceptance"], sources=[SIGNALS],
        findings={
            "config.parallel.draft-tp": "draft tensor parallel size other than what the release allows",
            "config.parallel.draft-tp-version": "draft TP equal to the target's, which this old release rejects",
            "config.parallel.pipeline": "pipeline parallelism together with speculative decoding",
            "config.parallel.chunked-prefill": "chunked prefill with a speculative setup the release rejects",
            "config.parallel.multi-step": "multi-step scheduling (--num-scheduler-steps > 1) with speculation",
+           "config.parallel.async-scheduling": "--async-scheduling with a method the release's async path lacks",
            "config.parallel.v2-block-manager": "speculation without --use-v2-block-manager on 0.4.1-0.6.2",
        })
 def parallel(facts: Mapping[str, Any]) -> list[Finding]:
@@ -670,6 +671,24 @@ def parallel(facts: Mapping[str, Any]) -> list[Finding]:
                         ("--enable-chunked-prefill=False", "pip install -U vllm")),
                 impact="the server starts", impact_score=0.7, data={"draft_tp": eff_dtp, "rule": rule_id}))
             break
+    if cfg.args.get("async_scheduling") is True and _ran(facts) is None:  # a run that drafted did start
+        rules, partly = _range_rules("async-scheduling", version, ends, spec.method)
+        if rules:
+            rule = rules[0]
+            known = version is not None and not partly
+            out.append(Finding(
+                "config.parallel.async-scheduling", Category.CONFIG_UNSUPPORTED_COMBO,
+                Severity.ERROR if known or crash else Severity.WARNING,
+                0.9 if crash and (known or partly) else _scaled(facts, 0.85) if known else
+                _scaled(facts, 0.65) if partly else conf_unknown,
+                f"--async-scheduling with '{spec.method}' speculation: vLLM "
+                + (f"{version} refuses to start" if known else f"{rule['versions']} refuses to start"
+                   + (" (within the releases the inputs point to)" if partly else " (version unknown)")),
+                evidence=(Evidence(cfg.source_of("async_scheduling"), "async_scheduling=True"), _spec_ev(cfg), vev,
+                          Evidence(rule["source"], rule["message"])) + ((crash,) if crash else ()),
+                fix=Fix("Drop --async-scheduling (vLLM then runs synchronously with this method), or use an "
+                        "EAGLE/MTP drafter:", ("--no-async-scheduling",)),
+                impact="the server starts", impact_score=0.8, data={"method": spec.method}))
     steps = _int(cfg.args.get("num_scheduler_steps"))
     if steps and steps > 1:
         rules = applicable_rules("multi-step", version)
