@@ -150,6 +150,8 @@ def messages(facts: Mapping[str, Any]) -> list[Finding]:
             if tpl and tpl["category"] not in ("none", "healthy"):
                 if e["level"] == "WARNING" and not (tpl["spec_related"] and spec_on):
                     continue  # a warning unrelated to speculation: not this tool's business
+                if e["level"] == "WARNING" and tpl["category"] == "spec-overhead":
+                    continue  # a cost, not a fault: speedup.verdict weighs it (logs.spec_overhead) against the gain
                 entry = by_template.setdefault(tpl["template"], {"tpl": tpl, "events": []})
                 entry["events"].append(e)
             elif e["level"] in ("ERROR", "CRITICAL") and (not tpl or tpl["category"] == "none"):
@@ -158,7 +160,7 @@ def messages(facts: Mapping[str, Any]) -> list[Finding]:
     for entry in by_template.values():
         tpl, evs = entry["tpl"], entry["events"]
         worst = "ERROR" if any(e["level"] in ("ERROR", "CRITICAL") for e in evs) else "WARNING"
-        sev = Severity.WARNING if worst == "ERROR" or tpl["category"] == "spec-overhead" else Severity.INFO
+        sev = Severity.WARNING if worst == "ERROR" else Severity.INFO
         count = sum(e["count"] for e in evs)
         ev = [Evidence(e["source"], clip(e["text"], 300)) for e in evs[:3]]
         ev.append(Evidence(tpl["source"] or "vLLM source",
