@@ -47,7 +47,7 @@ def test_unknown_only_id():
     (["check", "--probe", "maybe"], "--probe must be"),
     (["check", "--timeout", "-1"], "--timeout must be positive"),
     (["check", "--no-such-flag"], "No such option"),
-    (["explain", "no.such.thing"], "unknown check or finding id"),
+    (["explain", "no.such.thing"], "unknown finding id, check id or category"),
     (["check", "--vllm-version", "banana"], "is not a version"),
 ])
 def test_bad_arguments(args, text):

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import json
 import re
 import tomllib
@@ -52,11 +53,20 @@ def _inputs() -> list[tuple[str, list[str]]]:
 
 @pytest.fixture(scope="module")
 def reports() -> dict[str, tuple[list[str], dict, str]]:
+    """Every bundled input's JSON report. A corpus case whose input cannot be assessed at all (exit 2 with one
+    line, e.g. a training script pasted as the command) has no report; the recorded scenarios always do."""
+    def one(item):
+        name, args = item
+        return name, args, run_cli("check", *args, "--format", "json", "--fail-on", "never", timeout=300)
+
     out = {}
-    for name, args in _inputs():
-        proc = run_cli("check", *args, "--format", "json", "--fail-on", "never", timeout=300)
-        assert proc.returncode == 0, f"{name}: exit {proc.returncode}: {proc.stderr.strip()}"
-        out[name] = (args, json.loads(proc.stdout), proc.stderr)
+    with cf.ThreadPoolExecutor(max_workers=2) as pool:
+        for name, args, proc in pool.map(one, _inputs()):
+            if proc.returncode == 2 and (CASES / name).is_dir():
+                assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+                continue
+            assert proc.returncode == 0, f"{name}: exit {proc.returncode}: {proc.stderr.strip()}"
+            out[name] = (args, json.loads(proc.stdout), proc.stderr)
     return out
 
 

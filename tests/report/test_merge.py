@@ -136,3 +136,25 @@ def test_a_spec_template_is_filled_from_the_deployment():
     out = complete_spec("--speculative-config '{..., \"num_speculative_tokens\": 1}'", raw)
     assert json.loads(shlex.split(out)[1]) == {**raw, "num_speculative_tokens": 1}
     assert Category.KV_PRESSURE.value == "kv-pressure"
+
+
+def test_k_is_kept_when_the_deployment_is_known_only_from_a_log():
+    raw = {"method": "draft_model", "model": "d", "num_speculative_tokens": 6}
+    vocab = f("pair.vocab.size-differs", "pair.vocab", "vocab-mismatch", sev="error",
+              fix=Fix("pad", ("vllm serve t --speculative-config '{\"model\": \"d\", \"num_speculative_tokens\": 4}'",)))
+    k = f("logs.acceptance.k-too-large", "logs.acceptance", "k-too-large",
+          fix=Fix("lower", ("--speculative-config '{\"model\": \"d\", \"num_speculative_tokens\": 2}'",)))
+    out = {x.id: x for x in keep_user_settings([vocab, k], None, raw)}
+    assert _spec(out["pair.vocab.size-differs"].fix.commands[0])["num_speculative_tokens"] == 6
+    assert _spec(out["logs.acceptance.k-too-large"].fix.commands[0])["num_speculative_tokens"] == 2
+
+
+def test_a_generic_fix_value_never_undoes_what_the_user_already_has():
+    user = "vllm serve m --max-model-len 1000 --gpu-memory-utilization 0.9"
+    assert apply_flags(user, "--max-model-len 8192", "oom") == user  # (then dropped: it changes nothing)
+    assert "--gpu-memory-utilization 0.85" in apply_flags(user, "--gpu-memory-utilization 0.85", "oom")
+    assert "--max-model-len 4096" not in apply_flags(user, "--max-model-len 4096", "oom")
+    assert "--gpu-memory-utilization 0.95" in apply_flags(user, "--gpu-memory-utilization 0.95", "kv-pressure")
+    kept = keep_user_settings([f("logs.errors.cuda-oom", "logs.errors", "oom",
+                                 fix=Fix("room", ("--max-model-len 8192", "--max-num-seqs 64")))], user)
+    assert kept[0].fix.commands == (user + " --max-num-seqs 64",)

@@ -491,6 +491,19 @@ def _gauge_max(gs: Iterable[dict[Any, Gauges]], model: str, attr: str, *, per_en
     return best
 
 
+def kv_room_fixes(dep: Any) -> list[str]:
+    """How to give the KV cache more room without undoing the user's own settings: a KV cache pinned with
+    --num-gpu-blocks-override grows only with the override (gpu-memory-utilization no longer sizes it); otherwise
+    a higher --gpu-memory-utilization, when it is below 0.95."""
+    pinned = dep.get("num_gpu_blocks_override") if dep is not None else None
+    if isinstance(pinned, int) and pinned > 0:
+        return [f"--num-gpu-blocks-override {pinned * 2}"]
+    util = dep.get("gpu_memory_utilization") if dep is not None else None
+    if isinstance(util, (int, float)) and util >= 0.95:
+        return []
+    return ["--gpu-memory-utilization 0.95"]
+
+
 @check("metrics.kv", categories=["kv-pressure", "healthy"], needs=["metrics.deltas"],
        wants=["config.deployment"], timeout_s=_TIMEOUT_S,
        findings={
@@ -515,14 +528,16 @@ def kv(facts: Mapping[str, Any]) -> list[Finding]:
         running = _gauge_max(states, d.model, "running")
         gauge_ev = Evidence(w.window_label, f"{_label(w, d)}: KV cache usage up to {_pct(kv_max)}, "
                                             f"running {_num(running)}, waiting {_num(waiting)} at the scrapes")
-        fixes = ["--gpu-memory-utilization 0.95"]
+        fixes = kv_room_fixes(dep)
         if dep is not None and dep.max_num_seqs:
             fixes.append(f"--max-num-seqs {max(1, dep.max_num_seqs // 2)}")
         elif running:
             fixes.append(f"--max-num-seqs {max(1, int(running) // 2)}")
         if spec is not None and spec.num_speculative_tokens and spec.num_speculative_tokens > 1:
             fixes.append(_spec_config_flag(spec, max(1, spec.num_speculative_tokens // 2)))
-        fixes.append("--max-model-len 8192")
+        mml = dep.get("max_model_len") if dep is not None else None
+        if isinstance(mml, int) and mml > 8192:
+            fixes.append("--max-model-len 8192")  # shorter requests need fewer blocks each
         data = {"endpoint": w.endpoint, "model": d.model, "num_preemptions": d.num_preemptions,
                 "kv_usage_max": kv_max, "waiting_max": waiting, "running_max": running,
                 "finished_requests": d.finished_requests}

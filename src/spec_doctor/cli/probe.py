@@ -60,7 +60,8 @@ def probe_cmd(
         "--html", help="Also write an HTML page with the speedup curve.")] = None,
 ) -> None:
     """Measure the draft's acceptance (offline with transformers, or live from a vLLM server's /metrics)
-    and say whether speculation is worth it here, and with which K."""
+    and say whether speculation is worth it here, and with which K. With --server, --target/--draft (model
+    folders) give the cost ratio c for the speedup column."""
     from spec_doctor.engine.inputs import Inputs
     from spec_doctor.engine.session import build_store, diagnose
 
@@ -68,8 +69,8 @@ def probe_cmd(
         raise InputError(f"--temperature must be >= 0, got {temperature}")
     if fmt not in ("console", "json"):
         raise InputError(f"--format must be console or json, not '{fmt}'")
-    if server and (target or draft):
-        raise InputError("give either --server (live probe) or --target/--draft (offline probe), not both")
+    # With --server, --target/--draft (or --cmd) only tell the model sizes for the cost ratio c (the speedup
+    # column); the acceptance comes from the server.
     if not server and not target and not cmd and not config:
         raise InputError("nothing to probe: pass --target and --draft (offline) or --server URL (live)")
     if k is not None and not 1 <= k <= 32:

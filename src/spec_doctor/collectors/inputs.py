@@ -52,8 +52,26 @@ def _log_rows(store: FactStore) -> list[dict[str, Any]]:
     return rows
 
 
+def _prometheus_row(store: FactStore) -> dict[str, Any]:
+    """--prometheus: used when the store answered with at least one vLLM server's series."""
+    prom = store.inputs.prometheus
+    label = f"--prometheus {prom.url if prom is not None else ''}"
+    got, pairs, reason = _fact(store, "metrics.scrapes")
+    if not got:
+        return {"input": label, "kind": "metrics", "ok": None, "speculation": False,
+                "reason": "not read (no check that reads /metrics ran)"}
+    usable = [p for p in pairs or [] if p.after is not None]
+    if not usable:
+        why = reason or next((p.error for p in pairs or [] if p.error), None) or "no vLLM server in the answer"
+        return {"input": label, "kind": "metrics", "ok": False, "speculation": False, "reason": why}
+    return {"input": label, "kind": "metrics", "ok": True,
+            "speculation": any(getattr(p.after, "has_vllm", True) for p in usable), "reason": None}
+
+
 def _metrics_rows(store: FactStore) -> list[dict[str, Any]]:
     inputs = store.inputs
+    if inputs.prometheus is not None:
+        return [_prometheus_row(store)]
     given = [f"--metrics-url {u}" for u in inputs.metrics_urls] or [f"--metrics-file {p}"
                                                                      for p in inputs.metrics_baseline]
     if not given:
@@ -66,8 +84,9 @@ def _metrics_rows(store: FactStore) -> list[dict[str, Any]]:
         return [{"input": g, "kind": "metrics", "ok": False, "speculation": False, "reason": reason} for g in given]
     rows = []
     for p in pairs:
-        label = (f"--metrics-url {p.endpoint}" if p.endpoint in inputs.metrics_urls
-                 else f"--metrics-file {p.endpoint}")
+        served = any(p.endpoint == f"{b.rstrip('/')}/metrics" for b in inputs.servers)
+        label = (f"--server {p.endpoint}" if served else f"--metrics-url {p.endpoint}"
+                 if p.endpoint in inputs.metrics_urls else f"--metrics-file {p.endpoint}")
         if p.error or p.after is None:
             rows.append({"input": label, "kind": "metrics", "ok": False, "speculation": False,
                          "reason": p.error or "no scrape"})
@@ -87,6 +106,25 @@ def _simple_row(store: FactStore, label: str, kind: str, fact: str) -> dict[str,
             "reason": reason}
 
 
+def _models_row(store: FactStore, label: str) -> dict[str, Any]:
+    """--target/--draft: used when a model could be read, or when the draft names a method (ngram, suffix, mtp,
+    eagle3:PATH) that the speculation evidence took up."""
+    seen = [_fact(store, name) for name in ("models.target", "models.draft", "models.pair", "config.deployment")]
+    if not any(got for got, _, _ in seen):
+        return {"input": label, "kind": "models", "ok": None, "speculation": False,
+                "reason": "not used (no check that reads the models ran)"}
+    models_ok = any(value is not None for _, value, _ in seen[:3])
+    # --draft alone (a method such as suffix or ngram, or a draft model) makes the deployment config's
+    # speculative settings, which the config checks judge.
+    dep = seen[3][1]
+    named = bool(store.inputs.draft) and getattr(dep, "speculative", None) is not None
+    ok = models_ok or named
+    reason = None if ok else next((r for _, _, r in seen[:3] if r), "not usable")
+    # A target alone says nothing about speculation; a pair (or a draft method) does.
+    spec = named or seen[2][1] is not None
+    return {"input": label, "kind": "models", "ok": ok, "speculation": spec, "reason": reason}
+
+
 @provides("inputs.status")
 def inputs_status(store: FactStore) -> list[dict[str, Any]]:
     inputs = store.inputs
@@ -96,7 +134,7 @@ def inputs_status(store: FactStore) -> list[dict[str, Any]]:
         rows.append(_simple_row(store, label, "config", "config.deployment"))
     if inputs.target or inputs.draft:
         label = " ".join(f"--{k} {v}" for k, v in (("target", inputs.target), ("draft", inputs.draft)) if v)
-        rows.append(_simple_row(store, label, "models", "models.target"))
+        rows.append(_models_row(store, label))
     for url in inputs.servers:
         got, info, reason = _fact(store, "server.info")
         one = info.get(url) if isinstance(info, dict) else None

@@ -107,7 +107,7 @@ def diagnose(inputs: Inputs, *, only: Iterable[str] = (), skip: Iterable[str] = 
     except FactUnavailable:
         version = None
     outcome = run_checks(chosen, store, version=version, timeout_s=inputs.timeout_s)
-    status = store.maybe("inputs.status") or []
+    status = credit_cited_inputs(store.maybe("inputs.status") or [], outcome.findings)
     failed = {row["input"].split(" ", 1)[-1] for row in status if row["ok"] is False}
     findings = rank(without_input_failures(outcome.findings, failed))
     diag = Diagnosis(inputs=inputs, findings=findings, results=outcome.results, verdict="unknown", store=store,
@@ -115,6 +115,20 @@ def diagnose(inputs: Inputs, *, only: Iterable[str] = (), skip: Iterable[str] = 
                      duration_s=time.perf_counter() - t0, input_status=status)
     diag.verdict = verdict(findings, outcome.results, speculation_assessed=diag.speculation_assessed)
     return diag
+
+
+def credit_cited_inputs(status: list[dict[str, Any]], findings: Iterable[Finding]) -> list[dict[str, Any]]:
+    """An input that a finding cites as evidence was used, whatever the collector thought of it (a pasted
+    traceback or a quoted vLLM message with no log header is still evidence)."""
+    cited = {e.source.split(":", 1)[0] if not e.source.startswith("http") else e.source
+             for f in findings if f.category is not Category.MEASUREMENT for e in f.evidence}
+    out = []
+    for row in status:
+        value = row["input"].split(" ", 1)[-1]
+        if row["ok"] is False and row["kind"] == "log" and value in cited:
+            row = {**row, "ok": True, "speculation": True, "reason": None}
+        out.append(row)
+    return out
 
 
 def without_input_failures(findings: Iterable[Finding], failed: set[str]) -> list[Finding]:

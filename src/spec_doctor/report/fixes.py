@@ -11,6 +11,7 @@ fix may change ``num_speculative_tokens`` only when its finding is about K (know
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from dataclasses import replace
 from typing import Any
@@ -19,8 +20,9 @@ from spec_doctor.engine.facts import InputError
 from spec_doctor.engine.model import Finding, Fix
 from spec_doctor.knowledge.data import load
 from spec_doctor.knowledge.specdata import boolean_flags, canonical_flag, legacy_spec_flags
-from spec_doctor.parsers.cmdline import tokenize
+from spec_doctor.parsers.cmdline import parse_command, tokenize
 
+SHELL_OPS = {"&", "&&", "|", "||", ";", ">", ">>", "<", "2>", "2>>", "&>"}
 PLACEHOLDERS = {"...", "…", "MODEL", "DRAFT", "TARGET", "X", "N", "K"}
 
 
@@ -64,6 +66,19 @@ def _spec(values: list[str]) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def _wrong_way(category: str, flag: str, mine: list[str], theirs: list[str]) -> bool:
+    """Whether the fix's value for ``flag`` moves against the direction fixes of ``category`` take
+    (knowledge/data/rootcause.toml [fix_direction]) compared with the user's own value."""
+    way = load("rootcause.toml").get("fix_direction", {}).get(category, {}).get(flag.lstrip("-").replace("-", "_"))
+    if way is None or len(mine) != 1 or len(theirs) != 1:
+        return False
+    try:
+        old, new = float(mine[0]), float(theirs[0])
+    except ValueError:
+        return False
+    return new >= old if way == "down" else new <= old
+
+
 def _may_change(category: str) -> set[str]:
     table = load("rootcause.toml").get("fix_may_change", {})
     return {key for key, cats in table.items() if category in cats}
@@ -75,6 +90,11 @@ def apply_flags(user_cmd: str, fix_cmd: str, category: str) -> str | None:
         return None
     try:
         user, fix = tokenize(user_cmd), tokenize(fix_cmd)
+        # The vLLM command only: a redirection or `&` after it is how it was launched, not a setting.
+        ops = [i for i, t in enumerate(user) if t in SHELL_OPS or t.startswith((">", "<")) or re.match(r"^\d>", t)]
+        user = user[: ops[0]] if ops else user
+        if parse_command(shlex.join(user)).positional:
+            return None  # words the parser could not place (an unquoted JSON): not safe to rebuild
     except InputError:
         return None
     if not fix or _has_placeholder(fix):
@@ -96,6 +116,8 @@ def apply_flags(user_cmd: str, fix_cmd: str, category: str) -> str | None:
         merged = [m for m in merged if m[0].lstrip("-").replace("-", "_") not in legacy]
     for name, values in fix_flags:
         at = next((i for i, m in enumerate(merged) if m[0] == name), None)
+        if at is not None and _wrong_way(category, name, merged[at][1], values):
+            continue  # the user's value already goes further than the generic fix value
         if at is not None and name == "--speculative-config":
             mine, theirs = _spec(merged[at][1]), _spec(values)
             if mine is not None and theirs is not None:
@@ -113,7 +135,31 @@ def apply_flags(user_cmd: str, fix_cmd: str, category: str) -> str | None:
         if name:
             words.append(name)
         words += [_quote(v) for v in values]
-    return " ".join(words)
+    out = " ".join(words)
+    return out if _keeps_settings(shlex.join(user), out, {n for n, _ in fix_flags}) else None
+
+
+def _keeps_settings(user_cmd: str, out: str, changed: set[str]) -> bool:
+    """The rebuilt command parses back to the user's every setting except the flags the fix sets (a safety net:
+    a command this module cannot reproduce exactly is left to the check's own fix)."""
+    try:
+        before, after = parse_command(user_cmd), parse_command(out)
+    except InputError:
+        return False
+    if any(isinstance(v, dict) and "__malformed__" in v for v in before.args.values()):
+        return False  # the user's own JSON is broken: its own finding says how to write it
+    dests = {n.lstrip("-").replace("-", "_") for n in changed}
+    legacy = set(legacy_spec_flags()) if "speculative_config" in dests else set()
+    return (not after.positional and before.env == after.env
+            and all(after.args.get(k) == v for k, v in before.args.items() if k not in dests | legacy | {"model"}))
+
+
+def _same_command(a: str, b: str) -> bool:
+    try:
+        pa, pb = parse_command(a), parse_command(b)
+    except InputError:
+        return False
+    return (pa.program, pa.model, pa.args, pa.env) == (pb.program, pb.model, pb.args, pb.env)
 
 
 def _quote(word: str) -> str:
@@ -140,6 +186,36 @@ def complete_spec(fix_cmd: str, spec_raw: dict[str, Any] | None) -> str:
     return m.group(1) + shlex.quote(json.dumps({**spec_raw, **changes}))
 
 
+def keep_k(fix_cmd: str, spec_raw: dict[str, Any] | None, category: str) -> str:
+    """The fix with the deployment's own num_speculative_tokens in its --speculative-config, unless the finding is
+    about K: a fix for something else never silently changes K (also when the deployment is known only from a
+    log or a YAML config, with no command line to rebuild)."""
+    from spec_doctor.report.fix_text import shell_words
+
+    k = (spec_raw or {}).get("num_speculative_tokens")
+    if not isinstance(k, int) or "num_speculative_tokens" in _may_change(category):
+        return fix_cmd
+    words = shell_words(fix_cmd)
+    for i, w in enumerate(words):
+        flag, _, inline = w.partition("=")
+        if _norm(flag) != "--speculative-config" or (not inline and i + 1 >= len(words)):
+            continue
+        raw = inline or words[i + 1]
+        try:
+            spec = json.loads(shlex.split(raw)[0])
+        except (ValueError, IndexError):
+            return fix_cmd
+        if not isinstance(spec, dict) or spec.get("num_speculative_tokens", k) == k:
+            return fix_cmd
+        fixed = shlex.quote(json.dumps({**spec, "num_speculative_tokens": k}))
+        if inline:
+            words[i] = f"{flag}={fixed}"
+        else:
+            words[i + 1] = fixed
+        return " ".join(words)
+    return fix_cmd
+
+
 def keep_user_settings(findings: list[Finding], user_cmd: str | None,
                        spec_raw: dict[str, Any] | None = None) -> list[Finding]:
     out = []
@@ -149,9 +225,13 @@ def keep_user_settings(findings: list[Finding], user_cmd: str | None,
             continue
         cmds = []
         for c in f.fix.commands:
-            c = complete_spec(c, spec_raw)
+            c = keep_k(complete_spec(c, spec_raw), spec_raw, f.category.value)
             full = apply_flags(user_cmd, c, f.category.value) if user_cmd and c.startswith(("-", "vllm serve")) \
                 else None
-            cmds.append(full or c)
+            if full is not None and user_cmd and _same_command(full, user_cmd):
+                continue  # nothing left to change once the user's own settings are kept
+            if (full or c) not in cmds:
+                cmds.append(full or c)
         out.append(replace(f, fix=Fix(f.fix.summary, tuple(cmds))) if cmds != list(f.fix.commands) else f)
+        # (a fix whose every command turned out to change nothing keeps its summary: the advice still holds)
     return out

@@ -31,6 +31,9 @@ def render(report: dict[str, Any], **_: Any) -> str:
         f"spec-doctor {report['tool']['version']} · {report['generated_at']}",
         "",
     ]
+    message = (report.get("assessment") or {}).get("message")
+    if message:
+        out += [f"> **Not assessed:** {message}", ""]
     if env:
         out += ["<details><summary>Environment</summary>", "", "| | |", "|---|---|"]
         out += [f"| {_cell(k)} | {_cell(v)} |" for k, v in env.items() if not isinstance(v, (dict, list))]
@@ -61,7 +64,8 @@ def render(report: dict[str, Any], **_: Any) -> str:
                     out += ["", "```bash", *(shell_block_line(c) for c in f["fix"]["commands"]), "```"]
             out.append("")
     else:
-        out += ["No problems found.", ""]
+        out += ["No problems found." if report["verdict"] == "healthy" else "No problems found in what could be assessed.",
+                ""]
     if healthy:
         out += ["### Checked and fine", ""]
         out += [f"- {f['title']}" for f in healthy]
