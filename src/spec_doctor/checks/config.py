@@ -686,8 +686,9 @@ def parallel(facts: Mapping[str, Any]) -> list[Finding]:
                    + (" (within the releases the inputs point to)" if partly else " (version unknown)")),
                 evidence=(Evidence(cfg.source_of("async_scheduling"), "async_scheduling=True"), _spec_ev(cfg), vev,
                           Evidence(rule["source"], rule["message"])) + ((crash,) if crash else ()),
-                fix=Fix("Drop --async-scheduling (vLLM then runs synchronously with this method), or use an "
-                        "EAGLE/MTP drafter:", ("--no-async-scheduling",)),
+                fix=Fix("Drop --async-scheduling (vLLM then schedules synchronously)"
+                        + (", or use an EAGLE/MTP drafter:" if rule.get("methods") else
+                           "; vLLM 0.11.1+ runs EAGLE/MTP drafters with it:"), ("--no-async-scheduling",)),
                 impact="the server starts", impact_score=0.8, data={"method": spec.method}))
     steps = _int(cfg.args.get("num_scheduler_steps"))
     if steps and steps > 1:
