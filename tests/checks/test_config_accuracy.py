@@ -151,3 +151,13 @@ def test_async_scheduling_with_a_method_its_path_lacks():
     assert "config.parallel.async-scheduling" not in run(draft, "0.16.0")
     drafted = {"logs.acceptance": [{"source": "vllm.log:9", "drafted": 500, "accepted": 200}]}
     assert "config.parallel.async-scheduling" not in run(ngram, "0.14.0", **drafted)  # it started after all
+
+
+def test_custom_logits_processors_with_speculation():
+    cmd = ("vllm serve org/Model-8B --logits-processors my_pkg.procs:Ban --speculative-config "
+           "'{\"method\": \"eagle3\", \"model\": \"org/Model-8B-eagle3\", \"num_speculative_tokens\": 3}'")
+    f = run(cmd, "0.20.0")["config.parallel.logits-processors"]
+    assert f.severity is Severity.ERROR and f.category is Category.CONFIG_UNSUPPORTED_COMBO
+    assert "config.parallel.logits-processors" not in run(cmd, "0.11.0")
+    assert "config.parallel.logits-processors" not in run(cmd.replace(" --logits-processors my_pkg.procs:Ban", ""),
+                                                          "0.20.0")

@@ -542,6 +542,17 @@ def _rule_overlaps(rule: Mapping[str, Any], low: Version, high: Version) -> bool
     return any(p in spec for p in points)
 
 
+# Settings vLLM refuses together with speculation in some releases (methods.toml rules of the same id):
+# (argument key, rule id, how the user wrote it, the fix's text for the matching rule).
+_REFUSED_FEATURES: tuple[tuple[str, str, str, Any], ...] = (
+    ("async_scheduling", "async-scheduling", "--async-scheduling",
+     lambda rule: "Drop --async-scheduling (vLLM then schedules synchronously)"
+     + (", or use an EAGLE/MTP drafter:" if rule.get("methods") else "; vLLM 0.11.1+ runs EAGLE/MTP drafters with it:")),
+    ("logits_processors", "logits-processors", "--logits-processors",
+     lambda rule: "Serve the custom logits processors on a server without speculation, or drop them here:"),
+)
+
+
 def _crash(facts: Mapping[str, Any]) -> Evidence | None:
     """The first traceback in the logs, as evidence that a combination vLLM does not support did break the run."""
     for f in facts.get("logs.events") or []:
@@ -570,6 +581,7 @@ def _ran(facts: Mapping[str, Any]) -> str | None:
            "config.parallel.chunked-prefill": "chunked prefill with a speculative setup the release rejects",
            "config.parallel.multi-step": "multi-step scheduling (--num-scheduler-steps > 1) with speculation",
            "config.parallel.async-scheduling": "--async-scheduling with a method the release's async path lacks",
+           "config.parallel.logits-processors": "custom --logits-processors, which V1 refuses with speculation",
            "config.parallel.v2-block-manager": "speculation without --use-v2-block-manager on 0.4.1-0.6.2",
        })
 def parallel(facts: Mapping[str, Any]) -> list[Finding]:
@@ -671,25 +683,27 @@ def parallel(facts: Mapping[str, Any]) -> list[Finding]:
                         ("--enable-chunked-prefill=False", "pip install -U vllm")),
                 impact="the server starts", impact_score=0.7, data={"draft_tp": eff_dtp, "rule": rule_id}))
             break
-    if cfg.args.get("async_scheduling") is True and _ran(facts) is None:  # a run that drafted did start
-        rules, partly = _range_rules("async-scheduling", version, ends, spec.method)
-        if rules:
+    if _ran(facts) is None:  # a run that drafted did start: a start-up refusal cannot have happened
+        for key, rule_id, label, fix in _REFUSED_FEATURES:
+            if cfg.args.get(key) in (None, False, "", [], "[]"):
+                continue
+            rules, partly = _range_rules(rule_id, version, ends, spec.method)
+            if not rules:
+                continue
             rule = rules[0]
             known = version is not None and not partly
             out.append(Finding(
-                "config.parallel.async-scheduling", Category.CONFIG_UNSUPPORTED_COMBO,
+                f"config.parallel.{rule_id}", Category.CONFIG_UNSUPPORTED_COMBO,
                 Severity.ERROR if known or crash else Severity.WARNING,
                 0.9 if crash and (known or partly) else _scaled(facts, 0.85) if known else
                 _scaled(facts, 0.65) if partly else conf_unknown,
-                f"--async-scheduling with '{spec.method}' speculation: vLLM "
+                f"{label} with '{spec.method}' speculation: vLLM "
                 + (f"{version} refuses to start" if known else f"{rule['versions']} refuses to start"
                    + (" (within the releases the inputs point to)" if partly else " (version unknown)")),
-                evidence=(Evidence(cfg.source_of("async_scheduling"), "async_scheduling=True"), _spec_ev(cfg), vev,
+                evidence=(Evidence(cfg.source_of(key), f"{key}={cfg.args.get(key)!r}"), _spec_ev(cfg), vev,
                           Evidence(rule["source"], rule["message"])) + ((crash,) if crash else ()),
-                fix=Fix("Drop --async-scheduling (vLLM then schedules synchronously)"
-                        + (", or use an EAGLE/MTP drafter:" if rule.get("methods") else
-                           "; vLLM 0.11.1+ runs EAGLE/MTP drafters with it:"), ("--no-async-scheduling",)),
-                impact="the server starts", impact_score=0.8, data={"method": spec.method}))
+                fix=Fix(fix(rule), ("--no-async-scheduling",) if key == "async_scheduling" else ()),
+                impact="the server starts", impact_score=0.8, data={"method": spec.method, "setting": key}))
     steps = _int(cfg.args.get("num_scheduler_steps"))
     if steps and steps > 1:
         rules = applicable_rules("multi-step", version)
