@@ -161,3 +161,26 @@ def test_custom_logits_processors_with_speculation():
     assert "config.parallel.logits-processors" not in run(cmd, "0.11.0")
     assert "config.parallel.logits-processors" not in run(cmd.replace(" --logits-processors my_pkg.procs:Ban", ""),
                                                           "0.20.0")
+
+
+def gen_cmd(method: str, gen: str) -> str:
+    model = "" if method == "ngram" else f', "model": "org/Model-8B-{method}"'
+    return (f"vllm serve org/Model-8B --override-generation-config '{gen}' --speculative-config "
+            f"'{{\"method\": \"{method}\"{model}, \"num_speculative_tokens\": 3}}'")
+
+
+def test_server_wide_sampling_defaults_speculation_cannot_serve():
+    pen = gen_cmd("ngram", '{"temperature": 0.7, "repetition_penalty": 1.05}')
+    f = run(pen, "0.11.0")["config.parallel.sampling-skipped"]
+    assert f.category is Category.SPEC_INACTIVE and f.data["params"] == ["repetition_penalty"]
+    assert "config.parallel.sampling-skipped" not in run(pen, "0.14.0")  # 0.14 drafts for them again
+    assert "config.parallel.sampling-skipped" not in run(gen_cmd("eagle3", '{"repetition_penalty": 1.05}'),
+                                                         "0.11.0")  # only the n-gram path skipped them
+    neutral = gen_cmd("ngram", '{"repetition_penalty": 1.0, "min_p": 0.0, "presence_penalty": 0}')
+    assert not {i for i in run(neutral, "0.11.0") if i.startswith("config.parallel.sampling")}
+    minp = gen_cmd("eagle3", '{"min_p": 0.05}')
+    r = run(minp, "0.20.0")["config.parallel.sampling-rejected"]
+    assert r.severity is Severity.ERROR and r.category is Category.CONFIG_UNSUPPORTED_COMBO
+    assert "config.parallel.sampling-rejected" not in run(minp, "0.16.0")
+    drafted = {"logs.acceptance": [{"source": "vllm.log:9", "drafted": 500, "accepted": 200}]}
+    assert "config.parallel.sampling-skipped" not in run(pen, "0.11.0", **drafted)

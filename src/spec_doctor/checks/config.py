@@ -32,6 +32,7 @@ from spec_doctor.knowledge.specdata import (
     spec_key_status,
     unknown_keys_rejected,
 )
+from spec_doctor.parsers.cmdline import parse_json_value
 
 DOCS = "https://docs.vllm.ai/en/latest/features/spec_decode.html"
 SIGNALS = "knowledge/data/flags.toml, knowledge/data/methods.toml"
@@ -553,6 +554,66 @@ _REFUSED_FEATURES: tuple[tuple[str, str, str, Any], ...] = (
 )
 
 
+_NEUTRAL = {"frequency_penalty": 0.0, "presence_penalty": 0.0, "repetition_penalty": 1.0, "min_p": 0.0}
+
+
+def _set_params(gen: Mapping[str, Any], params: list[str]) -> dict[str, Any]:
+    """The sampling parameters of a generation-config override that are set away from their neutral value."""
+    found = {}
+    for p in params:
+        v = gen.get(p)
+        if v is None or v is False or v == {} or v == []:
+            continue
+        if p in _NEUTRAL and isinstance(v, (int, float)) and abs(float(v) - _NEUTRAL[p]) < 1e-6:
+            continue
+        found[p] = v
+    return found
+
+
+def _sampling_defaults(facts: Mapping[str, Any], cfg: DeploymentConfig, version: Version | None, vev: Evidence,
+                       ends: tuple[Version, Version] | None) -> list[Finding]:
+    """Server-wide sampling defaults speculation cannot serve (methods.toml "sampling-defaults"): n-gram drafts
+    skipped for penalised/min_p/logprobs requests (0.9.2-0.13), min_p/logit_bias requests rejected (0.17+)."""
+    spec = cfg.speculative
+    gen = cfg.args.get("override_generation_config")
+    if spec is None or gen is None:
+        return []
+    if isinstance(gen, str):
+        try:
+            gen = parse_json_value("--override-generation-config", gen)
+        except Exception:  # unreadable: config.flags says so; nothing to judge here
+            return []
+    if not isinstance(gen, dict):
+        return []
+    out: list[Finding] = []
+    rules, partly = _range_rules("sampling-defaults", version, ends, spec.method)
+    for rule in rules:
+        hit = _set_params(gen, rule["params"])
+        if not hit:
+            continue
+        known = version is not None and not partly
+        names = ", ".join(f"{k}={v!r}" for k, v in hit.items())
+        skipped = rule["effect"] == "skipped"
+        if skipped and _ran(facts) is not None:
+            continue  # drafts were made: these defaults did not switch speculation off for this traffic
+        where = f"vLLM {version}" if known else f"vLLM {rule['versions']}"
+        out.append(Finding(
+            f"config.parallel.sampling-{rule['effect']}",
+            Category.SPEC_INACTIVE if skipped else Category.CONFIG_UNSUPPORTED_COMBO,
+            Severity.WARNING if skipped or not known else Severity.ERROR,
+            _scaled(facts, 0.8) if known else _scaled(facts, 0.6) if partly else UNKNOWN_VERSION_CONFIDENCE,
+            (f"Server-wide {names}: {where} drafts nothing for such requests, so n-gram speculation is off for "
+             "every request that keeps these defaults" if skipped else
+             f"Server-wide {names}: {where} rejects every request that keeps it while speculation is on"),
+            evidence=(Evidence(cfg.source_of("override_generation_config"), f"override_generation_config: {names}"),
+                      _spec_ev(cfg), vev, Evidence(rule["source"], rule["message"])),
+            fix=Fix("Drop these defaults from --override-generation-config (or serve such requests without "
+                    "speculation):", ()),
+            impact="speculation serves the requests" if skipped else "requests are answered",
+            impact_score=0.7, data={"params": sorted(hit), "effect": rule["effect"]}))
+    return out
+
+
 def _crash(facts: Mapping[str, Any]) -> Evidence | None:
     """The first traceback in the logs, as evidence that a combination vLLM does not support did break the run."""
     for f in facts.get("logs.events") or []:
@@ -572,7 +633,8 @@ def _ran(facts: Mapping[str, Any]) -> str | None:
 
 # ---------------------------------------------------------------------------------------------------
 
-@check("config.parallel", categories=[Category.CONFIG_UNSUPPORTED_COMBO, Category.ENV_VERSION],
+@check("config.parallel",
+       categories=[Category.CONFIG_UNSUPPORTED_COMBO, Category.ENV_VERSION, Category.SPEC_INACTIVE],
        needs=["config.deployment"], wants=["vllm.version", "logs.events", "logs.acceptance"], sources=[SIGNALS],
        findings={
            "config.parallel.draft-tp": "draft tensor parallel size other than what the release allows",
@@ -582,6 +644,8 @@ def _ran(facts: Mapping[str, Any]) -> str | None:
            "config.parallel.multi-step": "multi-step scheduling (--num-scheduler-steps > 1) with speculation",
            "config.parallel.async-scheduling": "--async-scheduling with a method the release's async path lacks",
            "config.parallel.logits-processors": "custom --logits-processors, which V1 refuses with speculation",
+           "config.parallel.sampling-skipped": "server-wide penalties/min_p/logprobs: no n-gram drafts (0.9.2-0.13)",
+           "config.parallel.sampling-rejected": "server-wide min_p/logit_bias: requests rejected with spec (0.17+)",
            "config.parallel.v2-block-manager": "speculation without --use-v2-block-manager on 0.4.1-0.6.2",
        })
 def parallel(facts: Mapping[str, Any]) -> list[Finding]:
@@ -704,6 +768,7 @@ def parallel(facts: Mapping[str, Any]) -> list[Finding]:
                           Evidence(rule["source"], rule["message"])) + ((crash,) if crash else ()),
                 fix=Fix(fix(rule), ("--no-async-scheduling",) if key == "async_scheduling" else ()),
                 impact="the server starts", impact_score=0.8, data={"method": spec.method, "setting": key}))
+    out += _sampling_defaults(facts, cfg, version, vev, ends)
     steps = _int(cfg.args.get("num_scheduler_steps"))
     if steps and steps > 1:
         rules = applicable_rules("multi-step", version)
