@@ -51,7 +51,6 @@ def test_method_support_unknown_version_answered_by_drafting_log():
     assert silent["config.method.version-unknown"].category is Category.ENV_VERSION
     drafted = run(cmd, None, **{"logs.acceptance": [{"source": "vllm.log:12", "drafted": 900, "accepted": 400}]})
     assert "config.method.version-unknown" not in drafted
-    assert drafted["config.method.ok"].category is Category.HEALTHY
     # A stats line with nothing drafted proves nothing.
     idle = run(cmd, None, **{"logs.acceptance": [{"source": "vllm.log:12", "drafted": 0, "accepted": 0}]})
     assert "config.method.version-unknown" in idle

@@ -269,3 +269,12 @@ def test_rules_on_an_inferred_range_and_the_v0_draft_tp_default():
                                                    "vllm.version": Sourced(Version("0.6.4"), "--vllm-version")})}
     # 0.6.4 needs draft TP 1 with chunked prefill; no draft TP given means the target's (8).
     assert stated["config.parallel.chunked-prefill"].data == {"draft_tp": 8, "rule": "chunked-prefill-draft-tp"}
+
+
+def test_batched_token_shortfall_severity_grows_with_its_size():
+    base = "vllm serve m --max-num-seqs 60 --max-num-batched-tokens {mbt} " \
+           "--speculative-config '{{\"method\": \"ngram\", \"num_speculative_tokens\": 7}}'"
+    slight = run(base.format(mbt=400), "0.10.1")["config.scheduler.batched-tokens"]
+    severe = run(base.format(mbt=120), "0.10.1")["config.scheduler.batched-tokens"]
+    assert slight.severity is Severity.WARNING and severe.severity is Severity.ERROR
+    assert severe.confidence > slight.confidence

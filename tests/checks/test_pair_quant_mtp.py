@@ -34,3 +34,15 @@ def test_cut_off_dump_drops_its_incomplete_last_value():
     assert parse_log_payload("non-default args: {'model_tag': '/home/user/ai") == {}
     assert parse_log_payload("Namespace(model='x', tensor_parallel_size=2, max_num_seqs=6") == \
         {"model": "x", "tensor_parallel_size": 2}
+
+
+def test_quantized_mtp_note_only_without_acceptance_figures(tmp_path):
+    good = ZERO.replace("Accepted: 0 tokens", "Accepted: 500 tokens").replace("0.000, 0.000", "0.500, 0.222")
+    log = tmp_path / "vllm.log"
+    log.write_text(good)
+    proc = run_cli("check", "--log", str(log), "--target", "org/Some-80B-Instruct-FP8", "--draft", "mtp",
+                   "--format", "json")
+    assert "pair.quantization.mtp-head" not in {f["id"] for f in json.loads(proc.stdout)["findings"]}
+    proc = run_cli("check", "--target", "org/Some-80B-Instruct-FP8", "--draft", "mtp", "--format", "json")
+    (note,) = [f for f in json.loads(proc.stdout)["findings"] if f["id"] == "pair.quantization.mtp-head"]
+    assert note["severity"] == "info"

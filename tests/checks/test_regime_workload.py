@@ -49,3 +49,15 @@ def test_prefill_from_one_window_is_weaker_than_from_many():
     one = regime(STATS.format(s=0, p=9000.0, g=300.0, r=4, w=0, kv=10.0))["logs.regime.prefill-bound"]
     many = regime("".join(STATS.format(s=10 * i, p=9000.0, g=300.0, r=4, w=0, kv=10.0) for i in range(4)))
     assert one.severity is Severity.INFO and one.confidence < many["logs.regime.prefill-bound"].confidence
+
+
+def test_bench_peak_below_average_is_a_measurement_artifact():
+    from spec_doctor.parsers.logparse import parse_text
+
+    lf = parse_text("Output token throughput (tok/s):         410.61\nPeak output token throughput (tok/s):    113.00\n")
+    found = {f.id: f for f in checks.measurement.fn({"logs.files": [lf], "vllm.version": None,
+                                                     "config.deployment": None, "spec.evidence": None})}
+    f = found["logs.measurement.bench-peak"]
+    assert f.category.value == "measurement" and f.data == {"peak": 113.0, "average": 410.61}
+    # No acceptance figure and no speculation seen: the bench's sampling default is not this run's question.
+    assert "logs.measurement.bench-temperature" not in found

@@ -46,8 +46,15 @@ def test_fix_without_version_says_what_it_assumed():
         in proc.stdout
 
 
+def test_fix_rewrites_a_value_that_is_not_json():
+    # Unquoted `ngram`: vLLM's json.loads rejects it; spec-doctor reads what it means and prints it as JSON.
+    proc = run_cli("fix", "--cmd", "vllm serve m --speculative-config '{\"method\": ngram}'", "--vllm-version", "0.10.1")
+    assert proc.returncode == 1, proc.stderr
+    assert '"method": "ngram"' in proc.stdout
+
+
 def test_fix_bad_input_is_one_line_exit_2():
-    for args in (["--cmd", "vllm serve m --speculative-config '{\"method\": ngram}'"],
+    for args in (["--cmd", "vllm serve m --speculative-config '{\"method\"'"],
                  ["--cmd", "vllm serve m", "--vllm-version", "next"],
                  ["--cmd", "rm -rf /tmp/x"],
                  []):

@@ -88,3 +88,26 @@ def test_legacy_flags_are_not_called_removed_for_their_own_era(tmp_path):
     # A V1 0.10.2+ log shows they were typed into a release without them.
     f = _legacy(tmp_path, V1_LOG)
     assert f.severity is Severity.ERROR and "unrecognized arguments" in f.title and f.confidence < 0.95
+
+
+def test_catalogued_messages_bound_the_range():
+    from spec_doctor.knowledge.catalogue import releases
+    from spec_doctor.knowledge.eras import observe_message
+
+    order = releases()
+    assert order, "the message catalogue lists the releases it was mined from"
+    text = "Speculative decoding with this drafter is not supported on this path"
+    everywhere = observe_message(text, order[0], order[-1], "log:1", "src")
+    assert everywhere is None  # printed by every release: says nothing
+    mid = observe_message(text, order[len(order) // 3], order[2 * len(order) // 3], "log:1", "src")
+    assert mid is not None and mid.first is not None and mid.last is not None and mid.first <= mid.last
+    r = infer_range([mid] + observe("spec-format", "v1c", "log:2"))
+    assert r is not None and r.low is not None and r.high is not None
+
+
+def test_a_message_made_mostly_of_placeholders_says_nothing_about_the_era():
+    from spec_doctor.knowledge.catalogue import releases
+    from spec_doctor.knowledge.eras import observe_message
+
+    order = releases()
+    assert observe_message("{type(self).__name__} object has no attribute {name}", order[1], order[2], "l", "s") is None

@@ -407,14 +407,7 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
     upgrade = (f"pip install -U 'vllm>={support.first_supported}'",) if support.first_supported else ()
     if version is None:
         gaps = [s for s in row.get("support", []) if s["status"] != "supported"]
-        if gaps and (ran := _ran(facts)) is not None:
-            # The run itself answers the question the version would: this release drafts with the method.
-            out.append(Finding("config.method.ok", Category.HEALTHY, Severity.INFO, 0.7,
-                               f"The log shows '{name}' ({label}) drafting, so this vLLM release runs it "
-                               "(the version itself is unknown)",
-                               evidence=(spec_ev, Evidence(ran, "spec-decode metrics with drafted tokens")),
-                               data={"method": name}))
-        elif gaps:
+        if gaps and not _ran(facts):  # (the log shows it drafting: whichever release it is, it runs the method)
             ranges = "; ".join(f"{s['status']} in {s['versions']}" for s in gaps)
             out.append(Finding("config.method.version-unknown", Category.ENV_VERSION, Severity.INFO, 0.4,
                                f"'{name}' ({label}) works only in some vLLM releases; the version is unknown",
@@ -944,7 +937,7 @@ def _refused_budget(facts: Mapping[str, Any], cfg: DeploymentConfig, mbt: int | 
 
 @check("config.scheduler", categories=[Category.SCHEDULER_CONFIG, Category.OOM, Category.K_TOO_LARGE,
                                        Category.HIGH_TEMPERATURE],
-       needs=["config.deployment"], wants=["vllm.version", "models.target"], sources=[SIGNALS, DOCS],
+       needs=["config.deployment"], wants=["vllm.version", "models.target", "logs.files"], sources=[SIGNALS, DOCS],
        findings={
            "config.scheduler.max-num-seqs-low": "--max-num-seqs so low that requests queue instead of batching",
            "config.scheduler.batched-tokens": "--max-num-batched-tokens below (k+1) x max-num-seqs",
@@ -970,10 +963,16 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
     k = spec.num_speculative_tokens
     seqs = cfg.max_num_seqs
     if seqs is not None and seqs <= 4:
+        # A low cap is a problem only when requests queue behind it (a single-user latency setup is not).
+        queued = [(s.max_waiting, s.lines_range()) for f in facts.get("logs.files") or [] if not getattr(f, "error", None)
+                  for s in f.stats_streams if s.max_waiting > 0]
         out.append(Finding(
-            "config.scheduler.max-num-seqs-low", Category.SCHEDULER_CONFIG, Severity.WARNING, 0.5,
-            f"--max-num-seqs {seqs}: at most {seqs} request(s) run at once, the rest wait",
-            evidence=(Evidence(cfg.source_of("max_num_seqs"), f"max_num_seqs={seqs}"),),
+            "config.scheduler.max-num-seqs-low", Category.SCHEDULER_CONFIG,
+            Severity.WARNING if queued else Severity.INFO, 0.6 if queued else 0.3,
+            f"--max-num-seqs {seqs}: at most {seqs} request(s) run at once, the rest wait"
+            + (f" (up to {max(q[0] for q in queued)} waited)" if queued else ""),
+            evidence=(Evidence(cfg.source_of("max_num_seqs"), f"max_num_seqs={seqs}"),)
+            + tuple(Evidence(src, f"Waiting up to {w} reqs") for w, src in queued[:2]),
             fix=Fix("Allow more concurrent sequences if the traffic has them:", ("--max-num-seqs 64",)),
             impact="higher throughput under concurrent load (latency of a single request is unchanged)",
             impact_score=0.4, data={"max_num_seqs": seqs}))
@@ -984,8 +983,12 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
     elif mbt is not None and k and seqs:
         need = (k + 1) * seqs
         if mbt < need:
+            # Worse the larger the shortfall: at half the need or less a full batch needs several steps per
+            # verification, and a budget below the draft slots vLLM reserves leaves none for the batch at all.
+            short = need / max(1, mbt)
             out.append(Finding(
-                "config.scheduler.batched-tokens", Category.SCHEDULER_CONFIG, Severity.WARNING, 0.6,
+                "config.scheduler.batched-tokens", Category.SCHEDULER_CONFIG,
+                Severity.ERROR if short >= 2 else Severity.WARNING, round(min(0.9, 0.6 + 0.15 * math.log2(short)), 3),
                 f"--max-num-batched-tokens {mbt} < (k+1) x max-num-seqs = {need}: a full batch cannot verify "
                 "its drafts in one step",
                 evidence=(Evidence(cfg.source_of("max_num_batched_tokens"), f"max_num_batched_tokens={mbt}"),

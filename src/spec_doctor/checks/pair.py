@@ -336,11 +336,14 @@ MTP_QUANT_SOURCE = ("https://github.com/vllm-project/vllm/pull/37667 (a quantize
                     "loaded, the MTP block stays randomly initialized: 0% acceptance)")
 
 
+NEAR_ZERO_ACCEPTANCE = 0.03  # an MTP head trained with its model accepts tens of percent; a broken one ~0
+
+
 def _zero_acceptance(facts: Mapping[str, Any]) -> dict[str, Any] | None:
-    """A log stream whose drafts were never accepted, over enough drafted tokens to rule out chance."""
+    """A log stream whose drafts were (almost) never accepted, over enough drafted tokens to rule out chance."""
     for a in facts.get("logs.acceptance") or []:
         drafted = a.get("drafted") or 0
-        if drafted >= threshold("min_drafted_tokens") and (a.get("accepted") or 0) == 0:
+        if drafted >= threshold("min_drafted_tokens") and (a.get("accepted") or 0) <= NEAR_ZERO_ACCEPTANCE * drafted:
             return a
     return None
 
@@ -384,17 +387,22 @@ def quantization_check(facts: Mapping[str, Any]) -> list[Finding]:
             data={"draft_quantization": d.quantization, "target_quantization": t.quantization}))
     elif pair.family == HEAD and t.quantization and is_mtp_method(pair.method or "") and \
             _head_accepts(facts) is None:
+        # With zero acceptance an error; without acceptance figures a note to check (quantized exports often drop or
+        # misbuild the MTP layers); when the log shows MTP drafts accepted above chance, nothing.
         zero = _zero_acceptance(facts)
         ev = [Evidence(t.quantization_source or t.ref, f"target: {t.quantization}"),
               Evidence(MTP_QUANT_SOURCE.split(" ", 1)[0], MTP_QUANT_SOURCE.split(" ", 1)[1].strip("()"))]
         if zero is not None:
-            ev.insert(0, Evidence(str(zero.get("source")), f"0 of {zero.get('drafted')} drafted tokens accepted"))
+            ev.insert(0, Evidence(str(zero.get("source")),
+                                  f"{zero.get('accepted') or 0} of {zero.get('drafted')} drafted tokens accepted"))
         out.append(Finding(
             id="pair.quantization.mtp-head", category=Category.QUANTIZATION,
-            severity=Severity.ERROR if zero is not None else Severity.INFO, confidence=0.8 if zero is not None else 0.35,
-            title=(f"MTP drafts are never accepted on a {t.quantization}-quantized checkpoint: its MTP layers are "
-                   "missing or built in the wrong format" if zero is not None else
-                   f"MTP on a {t.quantization}-quantized checkpoint: check that the export kept the MTP layers"),
+            severity=Severity.ERROR if zero is not None else Severity.INFO,
+            confidence=0.8 if zero is not None else 0.35,
+            title=(f"MTP drafts are (almost) never accepted on a {t.quantization}-quantized checkpoint: its MTP "
+                   "layers are missing or built in the wrong format" if zero is not None else
+                   f"MTP on a {t.quantization}-quantized checkpoint: check that the export kept the MTP layers "
+                   "(no acceptance figures here)"),
             evidence=tuple(ev),
             fix=Fix("Quantize only the verifier and keep the MTP layers in the checkpoint (unquantized), or point the "
                     "speculative config at the unquantized model's MTP weights:",

@@ -116,7 +116,7 @@ def _unrecognized_in_log(store: FactStore) -> bool:
 
 def era_observations(store: FactStore) -> list[Any]:
     """Every era signal the inputs show (knowledge/eras.py)."""
-    from spec_doctor.knowledge.eras import observe, observe_flag
+    from spec_doctor.knowledge.eras import observe, observe_flag, observe_message
     from spec_doctor.parsers.confignorm import parse_log_payload
 
     obs: list[Any] = []
@@ -140,6 +140,16 @@ def era_observations(store: FactStore) -> list[Any]:
             if c.get("kind") in ("non-default-args", "args"):
                 for key in parse_log_payload(c["text"]):
                     obs += observe("dump-key", key, c["source"])
+    # vLLM's own WARNING/ERROR lines and exception messages, identified by the message catalogue: each exists in a
+    # known run of releases (knowledge/data/catalogue.json).
+    for f in store.maybe("logs.events") or []:
+        for item in [*f["events"], *f["tracebacks"]]:
+            tpl = item.get("template")
+            if tpl:
+                o = observe_message(tpl["template"], tpl.get("first_version"), tpl.get("last_version"),
+                                    item["source"], tpl.get("source") or "")
+                if o is not None:
+                    obs.append(o)
     dep = store.maybe("config.deployment")
     if dep is not None and getattr(dep, "origin", None) in ("cmd", "yaml") and not _unrecognized_in_log(store):
         for dest, written in (getattr(dep, "written", None) or {}).items():

@@ -110,6 +110,29 @@ def observe_flag(flag: str, where: str) -> Observation | None:
                        str(info.row.get("source", "knowledge/data/flags.toml")))
 
 
+_HOLES = re.compile(r"\{[^}]*\}|%[-#0 +]*\d*(?:\.\d+)?[sdrfxi]|<[A-Za-z_]+>")
+MIN_MESSAGE_LITERAL = 30  # fixed characters a message needs before its release range says anything
+CATALOGUE_WEIGHT = 0.6  # a message identified by its text: vLLM printed it, but a template can match loosely
+
+
+def observe_message(template: str, first: str | None, last: str | None, where: str, source: str) -> Observation | None:
+    """A vLLM message identified by the catalogue (knowledge/catalogue.py) -> the releases that print it; None when
+    every release the catalogue covers prints it (it says nothing about the era)."""
+    from spec_doctor.knowledge.catalogue import releases
+
+    order = releases()
+    if not first or not last or not order:
+        return None
+    if len(_HOLES.sub("", template).strip()) < MIN_MESSAGE_LITERAL:
+        return None  # mostly placeholders ('{type} object has no attribute {name}'): Python's words, not an era
+    lo = None if first == order[0] else _v(first.lstrip("v"))
+    hi = None if last == order[-1] else _v(last.lstrip("v"))
+    if lo is None and hi is None:
+        return None
+    return Observation(f"message {template[:60]}", f"vLLM's message '{template[:80]}'", lo, hi, CATALOGUE_WEIGHT,
+                       where, source or "knowledge/data/catalogue.json")
+
+
 def _intersect(obs: list[Observation]) -> tuple[Version | None, Version | None]:
     lows = [o.first for o in obs if o.first]
     highs = [o.last for o in obs if o.last]

@@ -90,6 +90,12 @@ def plan_fix(cfg: DeploymentConfig, version: Version | None) -> FixPlan:
     method = spec.method if spec else None
 
     if spec is not None and raw is not None:
+        # 0. a value vLLM's json.loads rejects (read anyway by the parser): rewritten as JSON.
+        bad = cfg.malformed.get("speculative_config")
+        if bad:
+            plan.changes.append(Change("--speculative-config (not JSON)", "--speculative-config (JSON)",
+                                       bad.split(": ", 1)[-1][:160],
+                                       "vllm/engine/arg_utils.py (json.loads of --speculative-config)"))
         # 1. '[gram]' and friends: a misspelled n-gram, not a model name.
         if looks_like_ngram_typo(spec.model) and spec.method_origin != "explicit":
             plan.changes.append(Change(f"model {spec.model!r}", '"method": "ngram"',

@@ -112,6 +112,7 @@ BENCH_HEADER = re.compile(r"=+ ?Serving Benchmark Result ?=+")
 BENCH_FIELD = re.compile(r"\s*(Successful requests|Failed requests|Maximum request concurrency|Request rate configured \(RPS\)|"
                          r"Benchmark duration \(s\)|Total input tokens|Total generated tokens|"
                          r"Request throughput \(req/s\)|Output token throughput \(tok/s\)|"
+                         r"Peak output token throughput \(tok/s\)|"
                          r"Total [Tt]oken throughput \(tok/s\)|Mean TTFT \(ms\)|Median TTFT \(ms\)|Mean TPOT \(ms\)|"
                          r"Median TPOT \(ms\)|Mean ITL \(ms\)|Acceptance rate \(%\)|Acceptance length|Drafts|"
                          r"Draft tokens|Accepted tokens)\s*:\s*([\d.]+)")

@@ -558,6 +558,10 @@ class LogFile:
                 self.bench.append({"source": self.src(lineno), "line": lineno})
             return True
         m = L.BENCH_FIELD.match(msg)
+        if m and (not self.bench or lineno - self.bench[-1].get("last_line", self.bench[-1]["line"]) > 60) \
+                and len(self.bench) < 10:
+            # Rows of the result table pasted without its banner: a block of their own.
+            self.bench.append({"source": self.src(lineno), "line": lineno, "headerless": True})
         if m and self.bench and lineno - self.bench[-1]["line"] <= 60:
             key = re.sub(r"[^a-z0-9]+", "_", m.group(1).lower()).strip("_")
             self.bench[-1][key] = float(m.group(2))
@@ -750,12 +754,14 @@ def build_prefilter() -> re.Pattern[bytes]:
 
 
 CONTEXT = {b"Serving Benchmark Result": 40}
+# Rows of a `vllm bench serve` table pasted without its banner (lines.BENCH_FIELD)
+BENCH_NEEDLES = (b"throughput (tok/s)", b"TTFT (ms)", b"TPOT (ms)", b"Successful requests")
 NEEDLES = L.NEEDLES + (b"Traceback", b'File "', b"Exception", b"Assertion `", b"Per-position acceptance rate: ",
                           b"Mean acceptance length: ", b"Avg Draft acceptance rate: ",
                           b"ccepted tokens", b"ccepted_tokens",
                           # metrics lines pasted without their log header (the prefilter anchors on `] `)
                           b"SpecDecoding metrics: ", b"Speculative metrics: ", b"Avg prompt throughput: ", b"draft proposals", b"num_drafts", b"raft tokens",
-                          b"raft_tokens", b"at token ", b"ean acceptance length", b"Serving Benchmark Result", b"vocab_size", b"undefined symbol", b"out of memory", b"not supported with spec-decode",
+                          b"raft_tokens", b"at token ", b"ean acceptance length", *BENCH_NEEDLES, b"Serving Benchmark Result", b"vocab_size", b"undefined symbol", b"out of memory", b"not supported with spec-decode",
                           # pydantic's error-type tag on the line after a config ValidationError
                           b"[type=")
 
