@@ -65,8 +65,9 @@ def test_sampler_replay_detects_the_draft_load_step():
     steps = detect_steps(rec, 0)
     assert [round(s.delta / GIB) for s in steps] == [15, 1, 20, -35]
     target, draft, kv, release = steps
-    assert target.label.startswith("first allocation")
+    assert target.label.startswith("target load")
     assert draft.label.startswith("draft load")
+    assert kv.label == "KV cache allocation"
     # The child's own clock put the draft allocation at ~9.7 s on the watch's axis (+-0.3 s).
     events = {e["what"]: e["t_watch_approx"] for e in _load("h200-alloc-events.json")}
     assert abs(draft.t_end - events["draft +1 GiB loaded"]) < 0.6
@@ -79,7 +80,13 @@ def test_sampler_replay_detects_the_draft_load_step():
 
 def test_saved_watch_summary_matches_a_fresh_analysis():
     d = _load("h200-watch.json")
-    assert summarize(VramRecording.from_dict(d["recording"])) == d["summary"]
+    fresh = summarize(VramRecording.from_dict(d["recording"]))
+    # The step labels were renamed after this recording (vLLM's start-up order); everything measured is equal.
+    for summary in (fresh, d["summary"]):
+        for g in summary["gpus"]:
+            for st in g["steps"]:
+                st.pop("label")
+    assert fresh == d["summary"]
 
 
 def test_steps_without_a_draft_are_not_labelled_draft():

@@ -94,7 +94,8 @@ def _version_behaviour(version: Any) -> str:
             "use_heterogeneous_vocab is set")
 
 
-@check("pair.vocab", categories=["vocab-mismatch", "healthy"], needs=["models.pair"], wants=["vllm.version"],
+@check("pair.vocab", categories=["vocab-mismatch", "healthy"], needs=["models.pair"],
+       wants=["vllm.version", "logs.startup"],
        sources=VOCAB_SOURCES, findings={
            "pair.vocab.ids-differ": "draft and target tokenizers map tokens to different ids",
            "pair.vocab.padding": "same tokenizer, but config.json vocab_size differs (padded embeddings): vLLM refuses the pair",
@@ -145,6 +146,11 @@ def vocab_check(facts: Mapping[str, Any]) -> list[Finding]:
         if pair.config_vocab_differs:
             by_name = "config" not in (t.vocab_size_source, d.vocab_size_source) or \
                 t.vocab_size_source != d.vocab_size_source
+            started = (facts.get("logs.startup") or {}).get("gpu_kv_cache_tokens")
+            if by_name and started is not None:
+                # vLLM compares vocab_size while building its config, before it sizes the KV cache: a log that
+                # reached `GPU KV cache size` ran this pair, so the name-based values are not these checkpoints'.
+                return out
             if by_name:
                 cfg_ev = [Evidence(m.config_source if m.vocab_size_source == "config" else m.ref,
                                    f"{m.role} vocab_size = {m.vocab_size}"

@@ -67,6 +67,8 @@ def check_cmd(
     watch_vram: Annotated[float | None, typer.Option(
         "--watch-vram", help="Sample VRAM via NVML for S seconds.")] = None,
     allow_download: AllowDownloadOpt = False,
+    gpu: Annotated[str | None, typer.Option(
+        "--gpu", help="GPU model for the speedup estimate when NVML cannot tell (e.g. H100, 'A100 80GB').")] = None,
     only: OnlyOpt = [],
     skip: SkipOpt = [],
     fmt: FormatOpt = "console",
@@ -104,6 +106,11 @@ def check_cmd(
         check_file(path, "metrics file")
     if config:
         check_file(config, "config file")
+    if gpu is not None:
+        from spec_doctor.knowledge.speedup import gpu_names, gpu_spec
+
+        if gpu_spec(gpu) is None:
+            raise InputError(f"--gpu '{gpu}' is not a GPU spec-doctor knows; known: {', '.join(gpu_names())}")
     cmd = command_from(cmd, cmd_file)
     use_vllm_python(vllm_python)
     servers, metrics_urls = server_inputs(server, metrics_url)
@@ -117,7 +124,7 @@ def check_cmd(
                     vllm_version=vllm_version, metrics_urls=metrics_urls,
                     metrics_baseline=list(metrics_file), metrics_interval_s=metrics_interval, prometheus=prom,
                     temperature=temperature, probe=probe, server=servers[0] if servers else None, servers=servers, prompts=prompts,
-                    watch_vram_s=watch_vram, allow_download=allow_download, timeout_s=timeout)
+                    watch_vram_s=watch_vram, allow_download=allow_download, timeout_s=timeout, gpu=gpu)
     from spec_doctor.report.gating import DEFAULT_IGNORE_FILE, baseline_keys, load_ignore_file
 
     if ignore_file is None and Path(DEFAULT_IGNORE_FILE).is_file():

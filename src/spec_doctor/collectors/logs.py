@@ -247,10 +247,20 @@ def log_events(store: FactStore) -> list[dict[str, Any]]:
 @provides("logs.spec_overhead")
 def log_spec_overhead(store: FactStore) -> list[dict[str, Any]]:
     """Start-up messages in which vLLM says it gives up speed for the speculation method in use (async scheduling
-    disabled, a fallback model runner, a lowered token budget): the catalogue's `spec-overhead` templates."""
-    hits = [{"source": e["source"], "text": e["text"][:300], "template": e["template"]}
-            for f in store.get("logs.events") for e in f["events"]
-            if e["template"] and e["template"]["category"] == "spec-overhead"]
+    disabled, a fallback model runner, a lowered token budget): the `spec-overhead` rows of
+    knowledge/data/log_signatures.toml, then the message catalogue's `spec-overhead` templates."""
+    hits = [{"source": f"{lf.display}:{h.lines[0]}", "text": h.excerpt[:300], "id": h.signature.id,
+             "title": h.signature.title, "meaning": h.signature.meaning, "signature_source": h.signature.source}
+            for lf in usable(store.get("logs.files")) for h in lf.signatures.values()
+            if h.signature.category == "spec-overhead"]
+    from spec_doctor.parsers.logparse import load_signatures
+
+    covered = [sig.pattern for sig in load_signatures() if sig.category == "spec-overhead"]
+    events = store.maybe("logs.events") or []
+    hits += [{"source": e["source"], "text": e["text"][:300], "template": e["template"]}
+             for f in events for e in f["events"]
+             if e["template"] and e["template"]["category"] == "spec-overhead"
+             and not any(p.search(e["text"]) for p in covered)]
     if not hits:
         raise FactUnavailable("no start-up message about speculation overhead in the log(s)")
     return hits

@@ -37,6 +37,12 @@ def budget_from_store(store: Any) -> MemoryBudget:
             g = min(used, key=lambda x: x["memory_total_bytes"])
             total, name = g["memory_total_bytes"], g.get("name")
             total_src = f"NVML nvmlDeviceGetMemoryInfo (GPU {g['index']}, {name})"
+            reserved = g.get("memory_reserved_bytes")
+            if isinstance(reserved, int) and 0 < reserved < total:
+                # CUDA's total (torch.cuda.mem_get_info, what vLLM multiplies by the utilization) leaves out the
+                # memory NVML reports as reserved for the driver/firmware (nvmlMemory_v2_t.reserved).
+                total -= reserved
+                total_src += f" minus {reserved / GIB:.2f} GiB reserved (CUDA's total)"
             if isinstance(g.get("memory_used_bytes"), int):
                 others = max(x.get("memory_used_bytes") or 0 for x in used)
     if total is None:

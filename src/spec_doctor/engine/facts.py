@@ -175,9 +175,9 @@ def _one_line(exc: BaseException) -> str:
 
 def load_providers(entry_points: Iterable[Any] | None = None) -> tuple[dict[str, Provider], list[str]]:
     """Load fact providers from the entry-point group. Returns (providers, load errors)."""
-    from importlib.metadata import entry_points as _eps
+    from spec_doctor.engine.entrypoints import group_entry_points
 
-    eps = entry_points if entry_points is not None else _eps(group=FACT_ENTRY_POINT_GROUP)
+    eps = entry_points if entry_points is not None else group_entry_points(FACT_ENTRY_POINT_GROUP)
     providers: dict[str, Provider] = {}
     errors: list[str] = []
     for ep in eps:

@@ -136,9 +136,9 @@ class Catalog:
 def discover(entry_points: Iterable[Any] | None = None) -> Catalog:
     """Load every check registered in the entry-point group. A plugin that fails to import is
     reported, never fatal; duplicate ids keep the first and report the second."""
-    from importlib.metadata import entry_points as _eps
+    from spec_doctor.engine.entrypoints import group_entry_points
 
-    eps = list(entry_points) if entry_points is not None else list(_eps(group=CHECK_ENTRY_POINT_GROUP))
+    eps = list(entry_points) if entry_points is not None else group_entry_points(CHECK_ENTRY_POINT_GROUP)
     cat = Catalog()
     seen: dict[str, str] = {}
     for ep in sorted(eps, key=lambda e: e.name):

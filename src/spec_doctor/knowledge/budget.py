@@ -255,6 +255,17 @@ def _max_model_len(dep: Any, spec_len: Any, target_cfg: dict[str, Any]) -> tuple
     return None, ""
 
 
+def _sampler_bytes_per_logit(version: Version | None, method: str | None) -> tuple[float, str]:
+    """Bytes per (request x vocab) element the profiling run's sampler warm-up holds, and the model runner."""
+    for row in version_rows("sampler_warmup", version):
+        v2 = method is None or method in row["v2_spec_methods"]
+        if version is not None and version >= Version("0.26.0"):
+            return (float(row["v2_bytes_per_logit"]), "Model Runner V2") if v2 else \
+                (float(row["v1_bytes_per_logit"]), "V1 model runner")
+        return float(row["v1_bytes_per_logit"]), "fp32 logits"
+    return 4.0, "fp32 logits"
+
+
 def _default_utilization(version: Version | None) -> tuple[float, str]:
     for row in version_rows("gpu_memory_utilization_default", version):
         return float(row["value"]), f"vLLM default ({row['source']})"
@@ -392,13 +403,18 @@ def compute_budget(*, target: Any, draft: Any = None, dep: Any = None, spec_meth
         mnbt = max(max_len or 0, int(act["default_batched_tokens"]))
     if hidden and inter:
         per_tok = (act["hidden_factor"] * hidden + act["intermediate_factor"] * inter / tp) * 2
-        activation = int(mnbt * per_tok + (mns or 256) * (vocab or 0) * 4)
+        logit_b, runner = _sampler_bytes_per_logit(version, getattr(spec, "method", None) if spec else None)
+        activation = int(mnbt * per_tok + (mns or 256) * (vocab or 0) * logit_b)
         act_formula = (f"{mnbt} batched tokens x ({act['hidden_factor']} x {hidden} + "
-                       f"{act['intermediate_factor']} x {inter}/TP) x 2 B + sampler logits")
+                       f"{act['intermediate_factor']} x {inter}/TP) x 2 B + sampler warm-up "
+                       f"({mns or 256} x {vocab or 0} x {logit_b:g} B, {runner})")
     else:
         activation = int(act["fallback_gib"] * GIB)
         act_formula = f"{act['fallback_gib']} GiB (no hidden/intermediate size in config.json)"
-    non_torch = int((act["non_torch_gib"] + (act["non_torch_tp_extra_gib"] if tp > 1 else 0)) * GIB)
+    nt_rows = version_rows("non_torch", version) if version is not None else []
+    nt, nt_tp = (nt_rows[0]["gib"], nt_rows[0]["tp_extra_gib"]) if nt_rows else \
+        (act["non_torch_gib"], act["non_torch_tp_extra_gib"])
+    non_torch = int((nt + (nt_tp if tp > 1 else 0)) * GIB)
     graphs = 0 if eager else int(act["cuda_graph_gib"] * GIB)
 
     budget = outside = kv_mem = None
@@ -407,12 +423,13 @@ def compute_budget(*, target: Any, draft: Any = None, dep: Any = None, spec_meth
         outside = gpu_total_bytes - budget
     else:
         missing.append("GPU memory (no NVML here and no total in the log)")
-    outside_needs = graphs
+    graphs_inside = any(bool(r["value"]) for r in version_rows("cuda_graphs_in_budget", version))
+    outside_needs = 0 if graphs_inside else graphs
     if dm and not draft_profiled and dm.weight_bytes_per_gpu:
         outside_needs += dm.weight_bytes_per_gpu
     if budget is not None and weights is not None:
         profiled_weights = weights - (dm.weight_bytes_per_gpu or 0 if dm and not draft_profiled else 0)
-        kv_mem = budget - profiled_weights - activation - non_torch
+        kv_mem = budget - profiled_weights - activation - non_torch - (graphs if graphs_inside else 0)
 
     per_token = None
     if t_kv is not None and (dm is None or dm.kv is not None or dm.weight_bytes == 0):

@@ -103,6 +103,10 @@ def speculative_config_flag(spec: Any, k: int, **extra: Any) -> str:
     for legacy in ("speculative_model", "num_speculative_tokens"):
         raw.pop(legacy, None)
     raw["num_speculative_tokens"] = k
+    # Per-position lists must have K entries (vLLM's SpeculativeConfig checks synthetic_acceptance_rates' length).
+    for key, val in list(raw.items()):
+        if key.endswith("_rates") and isinstance(val, list) and len(val) > k:
+            raw[key] = val[:k]
     raw.update(extra)
     return f"--speculative-config '{_json.dumps(raw)}'"
 

@@ -1,16 +1,27 @@
 """Is speculation paying off? The speedup of a running speculative server, from passive observation.
 
 One speculative step of a request yields `tokens_per_step` (tau) tokens and takes `spec_step_s`, both observed
-(tau from the spec-decode counters, the step time from per-request decode time or throughput per running
-request). A plain decode step of the same target at the same batch is not observed, so it is estimated with a
-roofline of the GPU (data/gpus.toml):
+(tau from the spec-decode counters, the step time from vLLM's inter-token latency: one sample per request per
+engine step, vllm/v1/metrics/stats.py@v0.26.0 `update_from_output`). A plain decode step of the same target at
+the same batch is not observed, so it is estimated with a roofline of the GPU (data/gpus.toml):
 
     plain_step = (weights + batch x context x KV bytes/token) / (HBM bandwidth x eff_bw)
                  + 2 x active params x batch / (dense tensor FLOP/s x eff_tensor)
 
-Decode GEMMs of a small batch do not overlap their FLOPs with the weight stream (tiles run mostly empty), so the
-two terms add rather than taking the maximum. The speedup is then tau x plain_step / spec_step: above 1
-speculation pays, below it costs. Break-even tokens/step = spec_step / plain_step.
+Decode GEMMs of a small batch do not overlap their FLOPs with the weight stream (the batch fills a fraction of a
+tensor-core tile), so the two terms add rather than taking the maximum.
+
+Throughput at a fixed number of concurrent requests is requests x tokens per request / request latency (Little's
+law), so the speedup is the ratio of request latencies. When /metrics has vLLM's request histograms, a request's
+latency is split the way vLLM records it (stats.py `update_from_finished_request`): time to first token (queue +
+prefill: speculation does not change the prompt's work for the target), decode (first to last token: the part
+speculation changes) and what is left of the end-to-end latency (output processing in the API server, which the
+engine's timestamps do not include). The plain request is the same with decode = (tokens - 1) x plain step:
+
+    speedup = (TTFT + (tokens - 1) x plain_step + rest) / (TTFT + decode + rest)
+
+Without the request histograms it falls back to the decode steps alone: tau x plain_step / spec_step. Either way
+break-even tokens/step = spec_step / plain_step.
 
 The interval comes from the two efficiency constants (each +-20 %, a range the published vLLM sweeps and the GPU
 A/B fixtures stay within) and the sampling noise of tau.
@@ -42,6 +53,11 @@ def gpu_spec(name: str | None) -> GpuSpec | None:
         if re.search(row["match"], low):
             return GpuSpec(row["name"], row["hbm_gb_s"] * 1e9, row["bf16_tflops"] * 1e12, row["source"])
     return None
+
+
+def gpu_names() -> list[str]:
+    """The GPUs of data/gpus.toml, for messages."""
+    return [row["name"] for row in load("gpus.toml")["gpu"]]
 
 
 def efficiency(name: str) -> float:
@@ -96,25 +112,52 @@ class SpeedupEstimate:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
 
 
+@dataclass(frozen=True)
+class RequestTimes:
+    """Mean per-request times from vLLM's request histograms (seconds) and generated tokens per request."""
+
+    ttft_s: float
+    decode_s: float
+    e2e_s: float
+    gen_tokens: float
+
+    @property
+    def rest_s(self) -> float:
+        return max(0.0, self.e2e_s - self.ttft_s - self.decode_s)
+
+
+def _ratio(tau: float, plain_s: float, spec_step_s: float, req: RequestTimes | None) -> float:
+    if req is None:
+        return tau * plain_s / spec_step_s
+    plain_req = req.ttft_s + max(0.0, req.gen_tokens - 1) * plain_s + req.rest_s
+    return plain_req / (req.ttft_s + req.decode_s + req.rest_s)
+
+
 def estimate_speedup(*, tokens_per_step: float, spec_step_s: float, plain: PlainStep, batch: float,
                      tau_stderr: float = 0.0, basis: list[str] | None = None,
-                     weight_bytes: float | None = None, active_params: float | None = None,
-                     kv_bytes_per_token: float | None = None, context_tokens: float | None = None,
-                     gpu: GpuSpec | None = None) -> SpeedupEstimate:
-    """Speedup = tau x plain_step / spec_step, with an interval from the efficiency constants (+-20 % each,
-    re-evaluated through the roofline when its inputs are given) and tau's standard error."""
-    point = tokens_per_step * plain.seconds / spec_step_s
+                     request: RequestTimes | None = None, weight_bytes: float | None = None,
+                     active_params: float | None = None, kv_bytes_per_token: float | None = None,
+                     context_tokens: float | None = None, gpu: GpuSpec | None = None) -> SpeedupEstimate:
+    """The speedup with an interval from the efficiency constants (+-20 % each, re-evaluated through the
+    roofline when its inputs are given) and tau's standard error (module docstring for the formula)."""
+    point = _ratio(tokens_per_step, plain.seconds, spec_step_s, request)
     lo_plain, hi_plain = plain.seconds / 1.2, plain.seconds * 1.2
     if gpu is not None and weight_bytes is not None and active_params is not None \
             and kv_bytes_per_token is not None and context_tokens is not None:
-        kw = dict(weight_bytes=weight_bytes, active_params=active_params, kv_bytes_per_token=kv_bytes_per_token,
-                  batch=batch, context_tokens=context_tokens, gpu=gpu)
+        kw: dict[str, Any] = dict(weight_bytes=weight_bytes, active_params=active_params,
+                                  kv_bytes_per_token=kv_bytes_per_token, batch=batch, context_tokens=context_tokens,
+                                  gpu=gpu)
         eb, et = efficiency("bandwidth"), efficiency("tensor")
         # Faster hardware than assumed (higher efficiency) -> shorter plain step -> lower speedup.
-        lo_plain = plain_step_time(**kw, eff_bw=min(1.0, eb * 1.2), eff_tensor=min(1.0, et * 1.2)).seconds  # type: ignore[arg-type]
-        hi_plain = plain_step_time(**kw, eff_bw=eb / 1.2, eff_tensor=et / 1.2).seconds  # type: ignore[arg-type]
-    low = max(0.0, tokens_per_step - 2 * tau_stderr) * lo_plain / spec_step_s
-    high = (tokens_per_step + 2 * tau_stderr) * hi_plain / spec_step_s
+        lo_plain = plain_step_time(**kw, eff_bw=min(1.0, eb * 1.2), eff_tensor=min(1.0, et * 1.2)).seconds
+        hi_plain = plain_step_time(**kw, eff_bw=eb / 1.2, eff_tensor=et / 1.2).seconds
+    if request is None:
+        low = max(0.0, tokens_per_step - 2 * tau_stderr) * lo_plain / spec_step_s
+        high = (tokens_per_step + 2 * tau_stderr) * hi_plain / spec_step_s
+    else:
+        # tau's noise is already inside the observed decode time; the plain step's range is what is uncertain.
+        low, high = _ratio(tokens_per_step, lo_plain, spec_step_s, request), \
+            _ratio(tokens_per_step, hi_plain, spec_step_s, request)
     even = threshold("speedup_even_band")
     verdict = "paying off" if point >= 1.0 + even else "costing" if point <= 1.0 - even else "roughly even"
     return SpeedupEstimate(point, low, high, tokens_per_step, spec_step_s, plain.seconds,

@@ -216,9 +216,17 @@ def detect_steps(rec: VramRecording, gpu: int, *, min_step_bytes: int | None = N
     return _label_steps([s for s in steps if abs(s.delta) >= min_step_bytes])
 
 
+# vLLM loads a draft model in the same load_model() call right after the target
+# (vllm/v1/worker/gpu_model_runner.py@v0.26.0), so its allocation follows within seconds; a later rise before
+# the KV cache is compilation / profiling workspace.
+_DRAFT_GAP_S = 5.0
+
+
 def _label_steps(steps: list[VramStep]) -> list[VramStep]:
-    """Name the steps of a model server starting: the first large allocation is the target's weights;
-    a smaller allocation right after it (before any release) is the draft model being loaded."""
+    """Name the steps of a model server starting, in vLLM's order (gpu_worker.py@v0.26.0: load_model ->
+    profile run -> KV cache allocation -> CUDA-graph capture -> warm-up): the first large allocation is the
+    model weights; a smaller one right after it is the draft model; the largest allocation is the KV cache;
+    rises after it are CUDA-graph capture and warm-up; rises before it are compile/profiling workspace."""
     from dataclasses import replace
 
     out = list(steps)
@@ -226,16 +234,31 @@ def _label_steps(steps: list[VramStep]) -> list[VramStep]:
     if not rises:
         return out
     first = rises[0]
-    out[first] = replace(out[first], label="first allocation (target weights, if this is a server start)")
+    kv = max(rises[1:], key=lambda k: out[k].delta, default=-1)
+    if kv >= 0 and out[kv].delta < 0.5 * out[first].delta:
+        kv = -1  # no allocation stands out as the KV cache (not a server start, or a tiny KV cache)
+    out[first] = replace(out[first], label="model weights (target; a draft loaded with it is inside this step)")
     if len(rises) > 1:
         second = rises[1]
+        close = out[second].t_start - out[first].t_end <= _DRAFT_GAP_S
         no_release_between = all(out[k].delta > 0 for k in range(first, second + 1))
-        if no_release_between and out[second].delta <= 0.6 * out[first].delta:
+        if second != kv and close and no_release_between and out[second].delta <= 0.6 * out[first].delta:
+            out[first] = replace(out[first], label="target load (model weights)")
             out[second] = replace(out[second], label="draft load (a smaller allocation right after the target's)")
-    for k, s in enumerate(out):
-        if not s.label:
-            out[k] = replace(s, label="later allocation (KV cache, activations or CUDA graphs)" if s.delta > 0
-                             else "release")
+    if kv >= 0:
+        out[kv] = replace(out[kv], label="KV cache allocation")
+    for k, st in enumerate(out):
+        if st.label:
+            continue
+        if st.delta <= 0:
+            label = "release (profiling activations freed)" if 0 <= k < kv else "release"
+        elif kv >= 0 and k > kv:
+            label = "CUDA-graph capture / warm-up (after the KV cache)"
+        elif kv >= 0:
+            label = "compile / profiling workspace (before the KV cache)"
+        else:
+            label = "later allocation (KV cache, activations or CUDA graphs)"
+        out[k] = replace(st, label=label)
     return out
 
 

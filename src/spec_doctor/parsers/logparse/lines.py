@@ -103,6 +103,9 @@ STARTUP = {
     "v0_model_weights_gib": (re.compile(r"model weights take ([\d.]+) ?GiB"), "float"),
     "v0_kv_cache_gib": (re.compile(r"the rest of the memory reserved for KV Cache is ([\d.]+) ?GiB"), "float"),
     "max_num_batched_tokens": (re.compile(r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)"), "int"),
+    # vllm/v1/core/kv_cache_utils.py@v0.26.0: the KV block count is forced (--num-gpu-blocks-override), so
+    # `GPU KV cache size` no longer follows from `Available KV cache memory`.
+    "num_gpu_blocks_override": (re.compile(r"Overriding num_gpu_blocks=(\d+) with num_gpu_blocks_override=\d+"), "int"),
     "drafter_loading": (re.compile(r"(Loading drafter model|Starting to load draft model|"
                                    r"Capturing model for (?:\w+ )?(?:Eagle )?speculator)"), "str"),
 }
@@ -124,7 +127,7 @@ MESSAGE_STARTS = (
     r"\d{1,6} Engines Aggregated", r"Avg prompt throughput", r"Prefix cache hit rate", r"vLLM", r"non-default args",
     r"args: ", r"Initializing", r"[\w +]{1,20} KV cache size", r"Maximum concurrency", r"Available KV cache memory",
     r"Model loading took", r"Memory profiling", r"the current vLLM", r"model weights take", r"Graph capturing",
-    r"Loading drafter", r"Starting to load draft", r"Capturing model for", r"# \w+ blocks", r"Chunked prefill is",
+    r"Loading drafter", r"Starting to load draft", r"Overriding num_gpu_blocks", r"Capturing model for", r"# \w+ blocks", r"Chunked prefill is",
     r"Sequence group", r" *(?:▄|█|▀| ){2,80}version ",
 )
 NEEDLES = (b"WARNING", b"ERROR", b"Error", b"error:", b"CRITICAL")
