@@ -749,16 +749,20 @@ def parallel(facts: Mapping[str, Any]) -> list[Finding]:
                 continue
             rule = rules[0]
             known = version is not None and not partly
+            # A refusal bounded to old releases says little when the releases the inputs allow (or, unknown, all
+            # of them) reach past it: the newest of them -- the likeliest -- has no such refusal. A note then.
+            newest = ends[1] if ends else NEWEST_EXAMINED
+            current = _base(newest) in SpecifierSet(rule["versions"])
+            sev = Severity.ERROR if known else Severity.WARNING if current else Severity.INFO
             out.append(Finding(
-                f"config.parallel.{rule_id}", Category.CONFIG_UNSUPPORTED_COMBO,
-                Severity.ERROR if known or crash else Severity.WARNING,
-                0.9 if crash and (known or partly) else _scaled(facts, 0.85) if known else
-                _scaled(facts, 0.65) if partly else conf_unknown,
+                f"config.parallel.{rule_id}", Category.CONFIG_UNSUPPORTED_COMBO, sev,
+                _scaled(facts, 0.85) if known else (_scaled(facts, 0.65) if partly else conf_unknown) if current
+                else 0.4,
                 f"{label} with '{spec.method}' speculation: vLLM "
                 + (f"{version} refuses to start" if known else f"{rule['versions']} refuses to start"
                    + (" (within the releases the inputs point to)" if partly else " (version unknown)")),
                 evidence=(Evidence(cfg.source_of(key), f"{key}={cfg.args.get(key)!r}"), _spec_ev(cfg), vev,
-                          Evidence(rule["source"], rule["message"])) + ((crash,) if crash else ()),
+                          Evidence(rule["source"], rule["message"])),
                 fix=Fix(fix(rule), ("--no-async-scheduling",) if key == "async_scheduling" else ()),
                 impact="the server starts", impact_score=0.8, data={"method": spec.method, "setting": key}))
     out += _sampling_defaults(facts, cfg, version, vev, ends)
