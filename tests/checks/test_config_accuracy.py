@@ -119,7 +119,7 @@ def test_token_budget_below_the_reserved_draft_slots():
     f = run(cmd, "0.22.0")["config.scheduler.no-tokens-left"]
     assert f.severity is Severity.ERROR and f.category is Category.SCHEDULER_CONFIG and f.data["left"] == 0
     assert run(cmd, "0.30.0")["config.scheduler.no-tokens-left"].data["left"] == 256 - 5 * 64
-    later = run(cmd, "0.33.0")  # 0.33 no longer subtracts: only the softer one-step warning remains
+    later = run(cmd, "0.33.0")  # 0.33 no longer subtracts: only the one-step shortfall remains
     assert "config.scheduler.no-tokens-left" not in later and "config.scheduler.batched-tokens" in later
     assert "config.scheduler.no-tokens-left" not in run(cmd, "0.19.0")
     unknown = run(cmd, None)["config.scheduler.no-tokens-left"]

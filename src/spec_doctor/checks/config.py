@@ -984,7 +984,7 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
     refused = _refused_budget(facts, cfg, mbt, k, seqs, version, vsrc)
     if refused is not None:
         out.append(refused)
-    elif mbt is not None and k and seqs:
+    if mbt is not None and k and seqs and (refused is None or refused.severity is not Severity.ERROR):
         need = (k + 1) * seqs
         if mbt < need:
             # Worse the larger the shortfall: at half the need or less a full batch needs several steps per
