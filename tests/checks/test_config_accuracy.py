@@ -3,27 +3,10 @@ names, method support answered by the run itself."""
 
 from __future__ import annotations
 
-from packaging.version import Version
+from test_config_checks import run  # the config checks on a command line, with facts
 
-from spec_doctor.checks import config as checks
-from spec_doctor.engine.facts import Sourced
 from spec_doctor.engine.model import Category, Severity
 from spec_doctor.knowledge.models import quantization_from_name
-from spec_doctor.parsers.cmdline import parse_command
-from spec_doctor.parsers.confignorm import from_parsed
-
-ALL = [checks.flags, checks.spec_keys, checks.method, checks.parallel, checks.cudagraph, checks.scheduler]
-
-
-def run(cmd: str, version: str | None, **facts):
-    cfg = from_parsed(parse_command(cmd))
-    got = {"config.deployment": cfg, "vllm.version": Sourced(Version(version), "--vllm-version") if version else None}
-    got.update(facts)
-    out = []
-    for c in ALL:
-        out += list(c.fn({**{w: got.get(w) for w in c.wants}, **{n: got[n] for n in c.needs}}))
-    return {f.id: f for f in out}
-
 
 SPEC_LEN = ("vllm serve org/Model-8B --speculative-config "
             "'{\"method\": \"eagle3\", \"model\": \"org/Model-8B-eagle3\", \"num_speculative_tokens\": 3, "
