@@ -66,8 +66,8 @@ def test_pipeline_parallel_with_speculation_borne_out_by_a_crash():
     # A log with warnings but no traceback is no crash.
     quiet = run(PP, None, **{"logs.events": [{"file": "vllm.log", "tracebacks": [], "events": []}]})
     assert quiet["config.parallel.pipeline"].severity is Severity.WARNING
-    # Releases that run PP with speculation say nothing, crash or not.
-    assert "config.parallel.pipeline" not in run(PP, "0.20.0", **{"logs.events": TRACEBACK})
+    # A release without a known PP problem says nothing, crash or not.
+    assert "config.parallel.pipeline" not in run(PP, "0.33.0", **{"logs.events": TRACEBACK})
 
 
 def test_mtp_on_a_quantized_checkpoint_is_cleared_by_accepted_drafts(tmp_path):
@@ -169,3 +169,9 @@ def test_server_wide_sampling_defaults_speculation_cannot_serve():
     assert "config.parallel.sampling-rejected" not in run(minp, "0.16.0")
     drafted = {"logs.acceptance": [{"source": "vllm.log:9", "drafted": 500, "accepted": 200}]}
     assert "config.parallel.sampling-skipped" not in run(pen, "0.11.0", **drafted)
+
+
+def test_pipeline_parallel_with_speculation_by_release():
+    assert run(PP, "0.20.0")["config.parallel.pipeline"].severity is Severity.ERROR  # V1 runner: drafter on last rank
+    assert run(PP, "0.12.0")["config.parallel.pipeline"].severity is Severity.ERROR  # not composable up to 0.15
+    assert "config.parallel.pipeline" not in run(PP, "0.33.0")  # no data for the V2 runner: nothing said

@@ -645,8 +645,8 @@ def parallel(facts: Mapping[str, Any]) -> list[Finding]:
     """Parallelism and scheduling combinations vLLM rejects with speculative decoding.
 
     Draft TP must be 1 (0.5.1-0.6.3), 1 or the target's TP (0.6.4+), or exactly the target's TP for V1
-    draft models (0.15+). Pipeline parallelism is not composable with speculation up to 0.15 (and EAGLE-3 +
-    PP not in 0.17-0.23). Chunked prefill was exclusive with speculation up to 0.6.3, needed draft TP 1 in
+    draft models (0.15+). Pipeline parallelism is not composable with speculation up to 0.15; 0.16-0.32 accept it but the V1
+    runner reads the drafter on ranks that have none (AttributeError), and EAGLE-3 + PP is refused in 0.17-0.23. Chunked prefill was exclusive with speculation up to 0.6.3, needed draft TP 1 in
     0.6.4, and hidden-state drafters (EAGLE, Medusa, MLP) rejected it until 0.8.3.
     """
     cfg: DeploymentConfig = facts["config.deployment"]
