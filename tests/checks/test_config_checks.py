@@ -279,3 +279,13 @@ def test_batched_token_shortfall_severity_grows_with_its_size():
     severe = run(base.format(mbt=120), "0.10.1")["config.scheduler.batched-tokens"]
     assert slight.severity is Severity.WARNING and severe.severity is Severity.ERROR
     assert severe.confidence > slight.confidence
+
+
+def test_k_large_respects_block_parallel_drafters():
+    def k_large(method, k):
+        sc = json.dumps({"method": method, "model": "some/drafter", "num_speculative_tokens": k})
+        return run(f"vllm serve m --speculative-config '{sc}'", "0.26.0").get("config.scheduler.k-large")
+
+    assert k_large("eagle3", 10) is not None  # one pass per drafted token: K=10 wastes
+    assert k_large("dflash", 10) is None and k_large("dflash", 15) is None  # one pass drafts the whole block
+    assert k_large("dflash", 64) is not None and k_large("dflash", 64).severity is Severity.ERROR

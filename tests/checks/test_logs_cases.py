@@ -173,3 +173,149 @@ def test_cuda_graph_warning_only_when_speculating():
             "equivalent to setting -cc.mode=none -cc.cudagraph_mode=none")
     assert "logs.errors.enforce-eager" not in _run(C.known_errors, _facts(warn))
     assert "logs.errors.enforce-eager" in _run(C.known_errors, _facts(warn + "\n" + _window(0)))
+
+
+def test_one_window_is_a_measurement_caveat_only_when_runs_are_compared():
+    import spec_doctor.checks.logs as C
+
+    v0 = ("INFO 10-16 19:05:47 metrics.py:367] Speculative metrics: Draft acceptance rate: 0.642, System efficiency: "
+          "0.598, Number of speculative tokens: 3, Number of accepted tokens: 8547, Number of draft tokens: 13311, "
+          "Number of emitted tokens: 10616.")
+    # One metrics line of one run: speculation is seen working, and no speed is being compared.
+    assert "logs.measurement.single-window" not in _run(C.measurement, _facts(v0))
+    assert "logs.measurement.single-window" not in _run(C.measurement, _facts(_window(0)))
+    # Two runs, one stats window each (with and without speculation): too little to compare their speed.
+    two = {"logs.files": [parse_text(_window(0, spec=False), "a.log"), parse_text(_window(0), "b.log")],
+           "vllm.version": None}
+    assert "logs.measurement.single-window" in _run(C.measurement, two)
+    # The same runs over several windows each: no caveat.
+    many = {"logs.files": [parse_text("\n".join(_window(i, spec=False) for i in range(4)), "a.log"),
+                           parse_text("\n".join(_window(i) for i in range(4)), "b.log")], "vllm.version": None}
+    assert "logs.measurement.single-window" not in _run(C.measurement, many)
+
+
+def test_fast_target_confidence_grows_with_the_plain_decode_speed():
+    import spec_doctor.checks.logs as C
+
+    def fast(g):
+        return _run(C.regime, _facts("\n".join(_window(i, spec=False, r=1, g=g) for i in range(3)))).get(
+            "logs.regime.fast-target")
+
+    assert fast(150.0) is None  # below the line: a target this slow leaves speculation room
+    near, far = fast(210.0), fast(420.0)
+    assert near is not None and far is not None and far.confidence > near.confidence >= 0.6
+    assert far.confidence <= 0.85
+
+
+BENCH = """============ Serving Benchmark Result ============
+Successful requests:                     200
+Benchmark duration (s):                  60.00
+Total input tokens:                      40000
+Total generated tokens:                  24000
+Request throughput (req/s):              3.33
+Output token throughput (tok/s):         {mean}
+Peak output token throughput (tok/s):    {peak}
+Total token throughput (tok/s):          1066.67
+---------------Time to First Token----------------
+Mean TTFT (ms):                          80.00
+"""
+
+
+def test_bench_peak_below_its_average_counts_chunks():
+    import spec_doctor.checks.logs as C
+
+    got = _run(C.measurement, _facts(BENCH.format(mean="400.00", peak="120.00")))
+    f = got["logs.measurement.bench-peak"]
+    assert f.category.value == "measurement" and f.data == {"peak": 120.0, "average": 400.0}
+    # An honest peak sits above the mean, or a bucket's rounding just under it.
+    assert "logs.measurement.bench-peak" not in _run(C.measurement, _facts(BENCH.format(mean="400.00",
+                                                                                                peak="900.00")))
+    assert "logs.measurement.bench-peak" not in _run(C.measurement, _facts(BENCH.format(mean="93.73",
+                                                                                                peak="92.00")))
+    # The same two rows quoted without the result banner are still a result block.
+    rows = "Output token throughput (tok/s):         400.00\nPeak output token throughput (tok/s):    120.00\n"
+    assert "logs.measurement.bench-peak" in _run(C.measurement, _facts(rows))
+
+
+def test_bench_temperature_only_where_speculation_is_measured():
+    import spec_doctor.checks.logs as C
+
+    plain = BENCH.format(mean="400.00", peak="900.00")
+    # No acceptance rows and no speculation anywhere: sampling cannot be lowering acceptance.
+    assert "logs.measurement.bench-temperature" not in _run(C.measurement, _facts(plain, version="0.15.0"))
+    spec = plain + "Acceptance rate (%):                     21.00\nAcceptance length:                       1.63\n"
+    known = _run(C.measurement, _facts(spec, version="0.15.0"))["logs.measurement.bench-temperature"]
+    assert known.severity.value == "warning"
+    # Release unknown: the default may still be greedy, so a note.
+    assert _run(C.measurement, _facts(spec))["logs.measurement.bench-temperature"].severity.value == "info"
+    assert "logs.measurement.bench-temperature" not in _run(C.measurement, _facts(spec, version="0.10.0"))
+
+
+def test_v0_stage_times_count_as_spec_stats():
+    import spec_doctor.checks.logs as C
+
+    dep = DeploymentConfig(origin="--cmd", speculative=SpecConfig(method="draft_model", model="d",
+                                                                  num_speculative_tokens=3, source="--cmd"))
+    start = "INFO 10-25 02:19:00 llm_engine.py:237] Initializing an LLM engine (v0.6.3) with config: model='m'"
+    times = ("INFO 10-25 02:19:22 spec_decode_worker.py:976] SpecDecodeWorker stage times: "
+             "average_time_per_proposal_tok_ms=5.56 scoring_time_ms=43.28 verification_time_ms=1.52")
+    assert "logs.silent.no-stats" in _run(C.silent, _facts(start, dep))
+    assert "logs.silent.no-stats" not in _run(C.silent, _facts(start + "\n" + times, dep))
+
+
+def test_rates_without_counts_are_notes_at_the_floor_confidence():
+    import spec_doctor.checks.logs as C
+
+    # Per-position curve quoted without the line's counts: the tail is wasted, but the sample is unknown.
+    got = _run(C.acceptance, _facts("Per-position acceptance rate: 0.610, 0.280, 0.090, 0.030\n"))
+    k = got["logs.acceptance.k-too-large"]
+    assert k.severity.value == "info" and k.confidence <= 0.3 and k.data["suggested_k"] == 2
+    low = _run(C.acceptance, _facts("Per-position acceptance rate: 0.120, 0.020, 0.004\n"))["logs.acceptance.low"]
+    assert low.severity.value == "info"
+    # A healthy curve without counts stays healthy.
+    ok = _run(C.acceptance, _facts("Per-position acceptance rate: 0.900, 0.800, 0.700\n"))
+    assert "logs.acceptance.healthy" in ok and "logs.acceptance.low" not in ok
+    # The same weak tail over counted drafts is a warning.
+    counted = _run(C.acceptance, _facts("\n".join(_window(i, pp=(0.61, 0.28, 0.09, 0.03)) for i in range(6))))
+    assert counted["logs.acceptance.k-too-large"].severity.value == "warning"
+
+
+def test_no_stats_note_is_not_given_for_a_server_that_crashed_before_serving():
+    import spec_doctor.checks.logs as C
+
+    dep = DeploymentConfig(origin="--cmd", speculative=SpecConfig(method="eagle3", model="d",
+                                                                  num_speculative_tokens=3, source="--cmd"))
+    start = "INFO 11-20 14:03:00 [api_server.py:1] vLLM API server version 0.12.0"
+    crash = ("ERROR 11-20 14:03:21 [core.py:700] EngineCore failed to start.\n"
+             "Traceback (most recent call last):\n"
+             '  File "/usr/lib/python3/site-packages/vllm/v1/spec_decode/eagle.py", line 120, in propose\n'
+             "IndexError: index 3 is out of bounds for dimension 0 with size 3")
+    assert "logs.silent.no-stats" in _run(C.silent, _facts(start, dep))
+    assert parse_text(start + "\n" + crash, "t.log").crashed_before_serving == "t.log:3"
+    assert "logs.silent.no-stats" not in _run(C.silent, _facts(start + "\n" + crash, dep))
+
+
+def test_low_acceptance_in_the_log_weighs_the_method_cost():
+    import spec_doctor.checks.logs as C
+
+    # 1.5 tokens/step at K=5: a model drafter (~0.13 of a step per token) does not pay, a lookup drafter does.
+    text = "\n".join(_window(i, pp=(0.3, 0.1, 0.05, 0.03, 0.02)) for i in range(6))
+
+    def dep(method):
+        return DeploymentConfig(origin="--cmd", speculative=SpecConfig(method=method, model=None,
+                                                                       num_speculative_tokens=5, source="--cmd"))
+    assert "logs.acceptance.low" in _run(C.acceptance, _facts(text, dep("eagle3")))
+    assert "logs.acceptance.low" not in _run(C.acceptance, _facts(text, dep("ngram")))
+
+
+def test_kv_pressure_severity_grows_with_how_often_it_happens():
+    import spec_doctor.checks.logs as C
+
+    def kv(pre_by_window):
+        text = "\n".join(_window(i, pre=p) for i, p in enumerate(pre_by_window))
+        return _run(C.regime, _facts(text))["logs.regime.kv-pressure"]
+
+    once = kv([0, 0, 1, 0, 0, 0])
+    often = kv([0, 2, 1, 3, 0, 0])
+    assert once.severity.value == "info" and once.data["preemptions"] == 1
+    assert often.severity.value == "warning" and often.confidence > once.confidence

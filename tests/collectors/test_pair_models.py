@@ -280,3 +280,10 @@ def test_verdict_agrees_with_real_vllm_refusal():
     from conftest import run_cli
     report = json.loads(run_cli("check", "--log", str(log), "--format", "json").stdout)
     assert "vocab-mismatch" in {f["category"] for f in report["findings"]}
+
+
+def test_small_target_with_a_model_free_drafter_is_only_a_note():
+    with_head = run_pair(target="Qwen3.5-0.8B", draft="mtp")["pair.size.target-too-small"][0]
+    ngram = run_pair(target="Qwen3.5-0.8B", draft="ngram")["pair.size.target-too-small"][0]
+    assert with_head.severity.value == "warning" and ngram.severity.value == "info"
+    assert ngram.confidence < with_head.confidence

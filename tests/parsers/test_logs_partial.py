@@ -61,3 +61,45 @@ def test_metrics_lines_pasted_without_their_header(tmp_path):
     p.write_text("SpecDecoding metrics: Draft acceptance rate: 100.0%, Accepted: 66 tokens, Drafted: 66 tokens\n")
     (s,) = parse_log(str(p)).spec_streams  # selected by the reader, not only by parse_text
     assert s.accepted == 66 and s.drafted == 66 and s.spec_formats == {"v1a"}
+
+
+def _warning_signatures():
+    from spec_doctor.parsers.logparse.signatures import load_signatures
+
+    for sig in load_signatures():
+        rec = parse_envelope(sig.example)
+        m = sig.pattern.search(rec.msg)
+        if rec.level == "WARNING" and m is not None and " " in m.group(0).strip():
+            yield sig, rec.msg, m
+
+
+def test_a_warning_wrapped_over_two_lines_is_one_message():
+    checked = 0
+    for sig, msg, m in _warning_signatures():
+        text = m.group(0)
+        cut = m.start() + text.rfind(" ", 0, len(text) // 2 + 1)  # break at a space inside the matched text
+        if cut <= m.start():
+            continue
+        head, tail = msg[:cut], msg[cut + 1:]
+        if sig.pattern.search(head) or sig.pattern.search(tail):
+            continue
+        lf = parse_text(f"WARNING 11-20 14:03:21 [x.py:1] {head}\n{tail}\n")
+        assert sig.id in lf.signatures, (sig.id, head, tail)
+        assert lf.signatures[sig.id].count == 1 and lf.signatures[sig.id].lines == [1]
+        checked += 1
+    assert checked >= 3
+
+
+def test_wrapped_lines_are_joined_only_after_a_warning_and_never_counted_twice():
+    from spec_doctor.parsers.logparse.signatures import load_signatures
+
+    sig, msg, m = next(_warning_signatures())
+    cut = m.start() + m.group(0).rfind(" ", 0, len(m.group(0)) // 2 + 1)
+    head, tail = msg[:cut], msg[cut + 1:]
+    # After an INFO line, or with a line in between, the halves are two texts.
+    assert sig.id not in parse_text(f"INFO 11-20 14:03:21 [x.py:1] {head}\n{tail}\n").signatures
+    assert sig.id not in parse_text(f"WARNING 11-20 14:03:21 [x.py:1] {head}\nINFO other\n{tail}\n").signatures
+    # A whole warning followed by a header-less line: matched once, on its own line.
+    lf = parse_text(f"WARNING 11-20 14:03:21 [x.py:1] {msg}\nsome continuation\n")
+    assert lf.signatures[sig.id].count == 1
+    assert any(s.id == sig.id for s in load_signatures())

@@ -194,9 +194,9 @@ def _unit(name, **kw):
 def test_k_and_version_drift():
     from spec_doctor.checks.fleet import config
 
-    units = [_unit("a", method="eagle", draft_model="org/eagle-head", k=3, vllm_version="0.10.1"),
-             _unit("b", method="eagle", draft_model="/models/eagle-head/", k=3, vllm_version="0.10.1"),
-             _unit("c", method="eagle", draft_model="org/eagle-head", k=5, vllm_version="0.11.0")]
+    units = [_unit(n, method="eagle", draft_model=d, k=k, vllm_version=v, sources={"draft": f"{n}.log:3"})
+             for n, d, k, v in (("a", "org/eagle-head", 3, "0.10.1"), ("b", "/models/eagle-head/", 3, "0.10.1"),
+                                ("c", "org/eagle-head", 5, "0.11.0"))]
     found = {f.id: f for f in config.fn({"fleet.summary": {"servers": units}})}
     assert set(found) == {"fleet.config.k-differs", "fleet.config.version-differs"}
     assert found["fleet.config.k-differs"].title.startswith("c drafts K=5")
@@ -220,3 +220,14 @@ def test_kv_imbalance_needs_a_full_cache_with_a_queue():
     assert [f.id for f in kv.fn({"fleet.summary": {"servers": [full, idle]}})] == ["fleet.kv.imbalance"]
     no_queue = dict(full, waiting_max=0)
     assert kv.fn({"fleet.summary": {"servers": [no_queue, idle]}}) == []
+
+
+def test_k_read_only_off_excerpts_curves_is_no_replica_drift():
+    """Two log excerpts with per-position curves of different length and no start-up lines: as often one server
+    run at two K by the user as two replicas, so no configuration drift is claimed."""
+    from spec_doctor.checks.fleet import config
+
+    units = [_unit("a", k=4, sources={"acceptance": "a.log:1-2"}), _unit("b", k=2, sources={"acceptance": "b.log:1-2"})]
+    assert not config.fn({"fleet.summary": {"servers": units}})
+    metrics = [_unit("a", k=4, sources={"metrics": "a /metrics"}), _unit("b", k=2, sources={"metrics": "b /metrics"})]
+    assert [f.id for f in config.fn({"fleet.summary": {"servers": metrics}})] == ["fleet.config.k-differs"]

@@ -16,7 +16,7 @@ from packaging.version import Version
 
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity, clip
 from spec_doctor.engine.registry import check
-from spec_doctor.knowledge.data import threshold
+from spec_doctor.knowledge.data import threshold, thresholds
 from spec_doctor.knowledge.deployment import DeploymentConfig
 from spec_doctor.knowledge.fixes import allowed_draft_tp, plan_fix
 from spec_doctor.knowledge.specdata import (
@@ -816,10 +816,8 @@ def _never_served(facts: Mapping[str, Any]) -> str | None:
     """Where the log shows the server crashing before it served anything (a traceback, no stats or metrics
     line): then speed advice is secondary to the crash. None otherwise."""
     for f in facts.get("logs.files") or []:
-        if getattr(f, "error", None) or f.streams:
-            continue
-        if f.ev.tracebacks:
-            return f"{f.display}:{f.ev.tracebacks[0].line}"
+        if not getattr(f, "error", None) and f.crashed_before_serving:
+            return str(f.crashed_before_serving)
     return None
 
 
@@ -1018,10 +1016,13 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
                       _spec_ev(cfg)),
             fix=Fix("Leave headroom:", ("--gpu-memory-utilization 0.90",)),
             impact="no out-of-memory at graph capture or under load", impact_score=0.5, data={"value": gmu}))
-    if k is not None and k > 7:
+    # A block-parallel drafter (DFlash) proposes its whole block in one pass: K up to the block is its design.
+    block = thresholds()["block_parallel_k_max"]
+    k_max = int(block["value"]) if str(spec.method or "").lower() in block["methods"] else 7
+    if k is not None and k > k_max:
         # The waste grows with K: every step verifies K+1 tokens while acceptance decays geometrically, so
         # K in the tens or hundreds is far worse than K=8 (and makes every step compute-bound).
-        doublings = math.log2(k / 8)
+        doublings = math.log2(k / (k_max + 1))
         sev = Severity.ERROR if k >= 32 else Severity.WARNING
         out.append(Finding(
             "config.scheduler.k-large", Category.K_TOO_LARGE, sev, round(min(0.95, 0.6 + 0.1 * doublings), 3),

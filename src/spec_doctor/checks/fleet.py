@@ -199,7 +199,7 @@ def config(facts: Mapping[str, Any]) -> list[Finding]:
                 () if major[0].get("method") == "off" else (_spec_flag(major[0]),)),
             impact="Replicas with another draft accept at another rate: the fleet's speed depends on routing.",
             impact_score=0.5, data={"servers": _rows(odd + major), **_about(odd)}))
-    k_drift = _split(units, lambda u: int(u["k"]) if u.get("k") else None)
+    k_drift = _split(units, _configured_k)
     if k_drift is not None and drift is None:  # another draft explains another K
         k_major, major_units, odd = k_drift
         out.append(Finding(
@@ -226,6 +226,16 @@ def config(facts: Mapping[str, Any]) -> list[Finding]:
             impact="Spec-decode behaviour and metrics change between releases; results are not comparable.",
             impact_score=0.2, data={"servers": _rows(odd + major_units)}))
     return out
+
+
+def _configured_k(u: Mapping[str, Any]) -> int | None:
+    """K as the server was configured: its own start-up lines or /metrics. A K read only off the length of a
+    per-position curve in a log excerpt (no start-up lines) does not identify a server's configuration: such
+    excerpts are as often one server run at two K (an A/B the user made) as two replicas."""
+    src = u.get("sources") or {}
+    if not u.get("k") or not (src.get("draft") or src.get("metrics")):
+        return None
+    return int(u["k"])
 
 
 def _describe_spec(u: Mapping[str, Any]) -> str:

@@ -5,6 +5,7 @@ All facts come from one streaming parse (`logs.files`, doctor/collectors/logs.py
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping
 from functools import lru_cache
@@ -16,11 +17,6 @@ from spec_doctor.knowledge import acceptance as acc
 from spec_doctor.knowledge.data import load, threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
 from spec_doctor.knowledge.temperature import hot_sampling
-
-
-def cost_ratio_typical() -> float:
-    return threshold("cost_ratio_typical")
-
 
 SIGNALS = "https://github.com/vllm-project/vllm/blob/v0.10.2/vllm/v1/spec_decode/metrics.py"
 STATS = "https://github.com/vllm-project/vllm/blob/v0.11.1/vllm/v1/metrics/loggers.py"
@@ -208,9 +204,10 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
     out = []
     k_cfg = _deployment_k(facts)
     hot = hot_sampling(facts.get("config.deployment"))
+    method = _spec_method(facts)
     for f in _files(facts):
         for s in f.spec_streams:
-            out.extend(_acceptance_stream(s, k_cfg, hot, _deployment_spec(facts)))
+            out.extend(_acceptance_stream(s, k_cfg, hot, _deployment_spec(facts), method))
     return out
 
 
@@ -218,7 +215,8 @@ def _deployment_spec(facts: Mapping[str, Any]) -> Any:
     return getattr(facts.get("config.deployment"), "speculative", None)
 
 
-def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any = None) -> list[Finding]:
+def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any = None,
+                       method: str | None = None) -> list[Finding]:
     out: list[Finding] = []
     v0 = s.spec_formats == {"v0"}
     k = s.k or k_cfg
@@ -227,6 +225,10 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
     src = s.lines_range()
     engine = "V0" if v0 else "V1"
     per = s.per_position
+    if mal is None and per and not v0:
+        # V1's per-position rates are accepted-at-position / drafts, so they sum to accepted / drafts: the mean
+        # acceptance length is 1 + their sum (vllm/v1/spec_decode/metrics.py).
+        mal = 1.0 + sum(per)
     data = {"k": k, "mean_acceptance_length": mal, "acceptance_rate": rate, "per_position": list(per),
             "windows": s.n_spec, "accepted": s.accepted, "drafted": s.drafted, "engine": engine}
     desc = (f"{mal:.2f} tokens/step" if mal else "tokens/step unknown") + \
@@ -251,7 +253,10 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
                            impact=bug.get("meaning"), impact_score=0.6,
                            data={**data, "first_zero_position": tail + 1, "chance": chance}))
     low = False
-    if s.drafted >= threshold("min_drafted_tokens"):
+    # Lines cut before their counts (pieces, quoted excerpts) still show rates; their sample is unknown, so
+    # what they say is a note at the floor confidence, never a warning.
+    uncounted = s.drafted <= 0 and s.pos_drafts <= 0
+    if s.drafted >= threshold("min_drafted_tokens") or uncounted:
         if v0:
             eff = (mal / (k + 1)) if (mal and k) else None
             low = eff is not None and eff < threshold("low_system_efficiency")
@@ -259,13 +264,14 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
             # Same rule as metrics.acceptance: a step of K drafts pays only above 1 + K*c tokens/step.
             # The V1 "draft acceptance rate" (accepted / drafted) falls with K even when every step pays,
             # so it cannot judge a large K on its own.
-            low = mal < 1 + k * cost_ratio_typical()
+            low = mal < 1 + k * acc.cost_ratios(method)[1]
         else:
             low = rate is not None and rate < threshold("low_acceptance")
     if low:
         # At a hot temperature sampling is not ruled out (sampling.temperature reports that): the draft
         # itself can only be judged at T=0.
-        out.append(Finding("logs.acceptance.low", Category.LOW_ACCEPTANCE, Severity.INFO if hot else Severity.WARNING,
+        out.append(Finding("logs.acceptance.low", Category.LOW_ACCEPTANCE,
+                           Severity.INFO if hot or uncounted else Severity.WARNING,
                            0.35 if hot else acc.evidence_confidence(0.7, s.drafted,
                                                                     10 * threshold("min_drafted_tokens")),
                            f"The draft is rarely accepted: {desc}"
@@ -286,14 +292,16 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
                            acc.evidence_confidence(0.7, s.drafted or 1, threshold("min_drafted_tokens")),
                            f"Speculation is on and {_fmt_rate(rate)} of drafted tokens are accepted", (ev,), data=data))
     # K too large: the last position is almost never accepted (gradual curve, not exact zeros).
-    if tail is None and not hot and len(per) >= 2 and per[-1] < 0.10 and s.pos_drafts >= 50 and per[0] >= 0.15:
+    if tail is None and not hot and len(per) >= 2 and per[-1] < 0.10 and (s.pos_drafts >= 50 or uncounted) \
+            and per[0] >= 0.15:
         # (When not even the first position is accepted, a smaller K changes nothing: the drafter is the problem.)
         keep = max(1, sum(1 for p in per if p >= 0.15))
         # Stronger with more drafts behind the curve and with more wasted positions (K=15 with 3 working ones
         # wastes far more than K=4 with 3).
         wasted = (len(per) - keep) / len(per)
         conf = acc.evidence_confidence(0.45 + 0.3 * wasted, s.pos_drafts, 200)
-        out.append(Finding("logs.acceptance.k-too-large", Category.K_TOO_LARGE, Severity.WARNING, conf,
+        out.append(Finding("logs.acceptance.k-too-large", Category.K_TOO_LARGE,
+                           Severity.INFO if uncounted else Severity.WARNING, conf,
                            f"Draft positions {keep + 1}-{len(per)} are accepted less than 15% of the time; K={len(per)} "
                            f"wastes verification", (ev,),
                            Fix(f"Lower num_speculative_tokens to {keep}.",
@@ -381,8 +389,8 @@ def regime(facts: Mapping[str, Any]) -> list[Finding]:
     return out
 
 
-def _kv_finding(src: str, detail: str, data: dict) -> Finding:
-    return Finding("logs.regime.kv-pressure", Category.KV_PRESSURE, Severity.WARNING, 0.8,
+def _kv_finding(src: str, detail: str, data: dict, sev: Severity = Severity.WARNING, conf: float = 0.8) -> Finding:
+    return Finding("logs.regime.kv-pressure", Category.KV_PRESSURE, sev, conf,
                    "KV cache pressure: " + detail, (Evidence(src, detail),),
                    Fix("Give the KV cache more room or admit fewer sequences: raise --gpu-memory-utilization, "
                        "lower --max-num-seqs, use an fp8 KV cache, or a smaller draft (its KV shares the budget).",
@@ -445,16 +453,24 @@ def _regime_stream(f, s, k_cfg: int | None, version) -> list[Finding]:
         if s.preemptions:
             parts.append(f"{s.preemptions} preemption(s)")
         lines = sorted(set(s.kv_high_waiting_lines + s.preemption_lines))
+        # vLLM's advice is for preemptions seen "frequently" (docs, Optimization and Tuning: Preemption): a
+        # queue at a full cache over two windows, or several preemptions, is pressure; one or two preempted
+        # requests in a run are a note.
+        sustained = s.kv_high_waiting >= 2 or s.preemptions >= KV_PREEMPTIONS_SUSTAINED
         out.append(_kv_finding(f"{f.display}:" + ", ".join(str(n) for n in lines), "; ".join(parts),
                                {"kv_high_waiting_windows": s.kv_high_waiting, "preemptions": s.preemptions,
-                                "max_kv_usage_pct": s.max_kv}))
+                                "max_kv_usage_pct": s.max_kv},
+                               sev=Severity.WARNING if sustained else Severity.INFO, conf=0.8 if sustained else 0.5))
     if not s.n_spec:
         solo = [w for w in traffic if (w.stats.running or 0) >= 1 and (w.stats.running or 0) <= 4]
         rates = [w.stats.gen_tps / w.stats.running for w in solo]
         if rates and max(rates) >= FAST_TARGET_TOKS_PER_SEQ:
             best = max(range(len(rates)), key=lambda i: rates[i])
             w = solo[best]
-            out.append(Finding("logs.regime.fast-target", Category.TARGET_TOO_SMALL, Severity.WARNING, 0.6,
+            # Surer the further the plain decode speed is above the line: at twice it a step takes half the
+            # time, so speculation's fixed per-step cost weighs twice as much.
+            conf = round(min(0.85, 0.6 + 0.25 * math.log2(rates[best] / FAST_TARGET_TOKS_PER_SEQ)), 3)
+            out.append(Finding("logs.regime.fast-target", Category.TARGET_TOO_SMALL, Severity.WARNING, conf,
                                f"Without speculation one sequence already decodes at {rates[best]:.0f} tok/s: "
                                f"the target is too fast for drafting overhead to pay",
                                (Evidence(f"{f.display}:{w.line}", f"Avg generation throughput {w.stats.gen_tps} tok/s "
@@ -473,6 +489,7 @@ STATS_INTERVAL_S = 10.0  # V1 logs its stats every ~10 s (VLLM_LOG_STATS_INTERVA
 PREFILL_RATIO = 8.0  # prompt tokens per generated token above which speculation (decode only) cannot matter much
 PREFILL_TIME_SHARE = 0.5  # share of a request's time spent before its first token
 KV_HIGH_PCT = 90.0
+KV_PREEMPTIONS_SUSTAINED = 3  # preemptions in one log from which KV pressure is a warning, not a note
 KV_RISING_WINDOWS = 3
 
 
@@ -595,7 +612,11 @@ def silent(facts: Mapping[str, Any]) -> list[Finding]:
                                    "config line and for drafter loading at start-up.",
                                    ("grep -n -E 'speculative_config|drafter|SpecDecoding' vllm.log",)),
                                impact_score=0.8, data={"traffic_windows": traffic, "method": method or None}))
-        elif not any(f.stats_streams for f in files) and any(f.records for f in files):
+        elif not any(f.stats_streams or f.spec_timing for f in files) and any(f.records for f in files) \
+                and not any(f.crashed_before_serving for f in files):
+            # (V0's periodic `SpecDecodeWorker stage times` line is spec-decode stats too: it is printed only
+            # while speculation runs with stats logging on, vllm/spec_decode/spec_decode_worker.py@v0.6.3. A
+            # server that crashed before serving has no stats to miss: the crash is the finding.)
             out.append(Finding("logs.silent.no-stats", Category.MEASUREMENT, Severity.INFO, 0.6,
                                "Speculation is configured but the log has no periodic stats lines to judge it",
                                (Evidence(files[0].display, "no `Avg prompt throughput` or spec metrics line"),),
@@ -669,7 +690,11 @@ def measurement(facts: Mapping[str, Any]) -> list[Finding]:
     streams = [s for f in files for s in f.stats_streams] + [s for f in files for s in f.spec_streams
                                                              if not s.n_stats]
     traffic = [s for s in streams if s.traffic_windows or s.n_spec]
-    if traffic and all(max(s.n_stats, s.n_spec) <= 1 for s in traffic):
+    # A speed verdict from the log compares generation throughput between runs (with and without speculation,
+    # or two settings): only then is one window per run too little. A lone metrics line says speculation works
+    # (logs.acceptance reads it) and claims no speed, so it is no flawed measurement.
+    compared = [s for s in traffic if s.traffic_windows]
+    if len(compared) >= 2 and all(max(s.n_stats, s.n_spec) <= 1 for s in traffic):
         out.append(Finding("logs.measurement.single-window", Category.MEASUREMENT, Severity.INFO, 0.7,
                            "Only one stats window per run: enough to see speculation work, not to judge its speed",
                            tuple(Evidence(s.lines_range(), "one ~10 s window") for s in traffic[:3]),
@@ -724,7 +749,9 @@ def measurement(facts: Mapping[str, Any]) -> list[Finding]:
                                    Fix(bug["fix"], tuple(bug["commands"])), impact=bug.get("meaning"),
                                    impact_score=0.6, data={"bench": {k: v for k, v in b.items() if k != "source"}}))
             peak, mean_out = b.get("peak_output_token_throughput_tok_s"), b.get("output_token_throughput_tok_s")
-            if peak is not None and mean_out and peak < mean_out:
+            # (peak < mean is impossible for token counts; an honest one-second-bucket peak can sit a few percent
+            # under the mean, hence the margin: threshold bench_peak_below_mean)
+            if peak is not None and mean_out and peak < threshold("bench_peak_below_mean") * mean_out:
                 out.append(Finding(
                     "logs.measurement.bench-peak", Category.MEASUREMENT, Severity.INFO, 0.7,
                     f"The benchmark's peak output throughput ({peak:g} tok/s) is below its average ({mean_out:g} "

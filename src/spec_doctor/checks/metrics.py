@@ -23,7 +23,6 @@ from spec_doctor.parsers.promparse import EngineDelta, Gauges, MetricsWindow, me
 _TIMEOUT_S = threshold("metrics_max_interval_s") + 4 * threshold("metrics_scrape_timeout_s") + 30
 _SIGNALS = "https://github.com/vllm-project/vllm/blob/v0.10.2/vllm/v1/metrics/loggers.py"
 _SPEC_METRICS = "https://github.com/vllm-project/vllm/blob/v0.9.2/vllm/v1/spec_decode/metrics.py"
-_NGRAM_METHODS = {"ngram", "suffix", "ngram_gpu"}
 
 
 
@@ -93,11 +92,7 @@ def _k_of(w: MetricsWindow, d: EngineDelta, spec: Any) -> int | None:
 
 
 def _costs(spec: Any) -> tuple[float, float]:
-    method = (getattr(spec, "method", None) or "").lower()
-    if method in _NGRAM_METHODS:
-        c = threshold("cost_ratio_ngram")
-        return c, c
-    return threshold("cost_ratio_low"), threshold("cost_ratio_typical")
+    return acc.cost_ratios(getattr(spec, "method", None))
 
 
 _spec_config_flag = speculative_config_flag  # one implementation, in spec_doctor.knowledge.deployment
@@ -278,7 +273,7 @@ def spec_active(facts: Mapping[str, Any]) -> list[Finding]:
         if d.legacy_v0 or not _enough_traffic(d) or not d.generation_tokens:
             continue
         drafts = d.num_drafts if d.num_drafts is not None else d.num_draft_tokens
-        ngram = (getattr(spec, "method", None) or "").lower() in _NGRAM_METHODS
+        ngram = acc.model_free(getattr(spec, "method", None))
         share = _speculated_share(d)
         if drafts and share is not None and not ngram:
             if share < threshold("min_speculated_share"):

@@ -14,7 +14,7 @@ from packaging.specifiers import SpecifierSet
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge.data import threshold
-from spec_doctor.knowledge.models import DRAFT_MODEL, HEAD, knowledge
+from spec_doctor.knowledge.models import DRAFT_MODEL, HEAD, MODEL_FREE, knowledge, method_family
 from spec_doctor.knowledge.specdata import is_mtp_method
 from spec_doctor.parsers.model_dir import ModelInfo, PairInfo
 from spec_doctor.parsers.vocab import IDENTICAL, INCOMPATIBLE
@@ -288,12 +288,17 @@ def size_check(facts: Mapping[str, Any]) -> list[Finding]:
     pair: PairInfo | None = facts.get("models.pair")
     out: list[Finding] = []
     t_params = target.param_count
+    # A model-free drafter (n-gram, suffix) runs no draft forward pass: its proposal costs ~2 % of a step
+    # (threshold cost_ratio_ngram) at any target size, so a small target only weighs the extra verified tokens.
+    free = method_family(getattr(facts.get("models.spec"), "method", None)) == MODEL_FREE
     if t_params is not None and t_params < rules["target_min_b"] * 1e9:
         out.append(Finding(
-            id="pair.size.target-too-small", category=Category.TARGET_TOO_SMALL, severity=Severity.WARNING,
-            confidence=round(0.9 * target.param_confidence + 0.05, 2),
+            id="pair.size.target-too-small", category=Category.TARGET_TOO_SMALL,
+            severity=Severity.INFO if free else Severity.WARNING,
+            confidence=round((0.9 * target.param_confidence + 0.05) * (0.6 if free else 1.0), 2),
             title=f"Target {target.name} has only ~{_b(t_params)} parameters: speculation rarely pays below "
-                  f"~{rules['target_min_b']:g}B",
+                  f"~{rules['target_min_b']:g}B" + (" (a model-free drafter costs little, so only the extra "
+                                                    "verified tokens weigh)" if free else ""),
             evidence=(_param_evidence(target),),
             fix=Fix("Benchmark with and without speculation at your concurrency and keep it only if it wins; "
                     "for a target this small, serving without --speculative-config is usually faster.",

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from spec_doctor.knowledge.data import threshold
+from spec_doctor.knowledge.models import MODEL_FREE, method_family
 
 MAX_K = 10
 # Recommend the smallest K whose speedup is within this fraction of the best: the curve is flat near
@@ -320,3 +321,17 @@ def chance_confidence(p: float, *, base: float = 0.6, cap: float = 0.92) -> floa
     if p <= 0:
         return cap
     return round(min(cap, base + 0.04 * max(0.0, -math.log10(p) - 4)), 3)
+
+
+def model_free(method: str | None) -> bool:
+    """A drafter that proposes by looking up text (n-gram, suffix: knowledge/data/models.toml model_free)."""
+    return method_family(method) == MODEL_FREE
+
+
+def cost_ratios(method: str | None) -> tuple[float, float]:
+    """(cheap, typical) cost of one drafted token relative to a target step for a speculative method: a lookup
+    drafter (n-gram, suffix) costs cost_ratio_ngram either way; a model drafts at cost_ratio_low..typical."""
+    if model_free(method):
+        c = threshold("cost_ratio_ngram")
+        return c, c
+    return threshold("cost_ratio_low"), threshold("cost_ratio_typical")

@@ -373,9 +373,23 @@ class LogFile:
     _offline: dict = field(default_factory=dict)  # the offline spec-decode summary being read (lines.OFFLINE_FIELDS)
     _last_engine: dict = field(default_factory=dict)  # (prefix, pid) -> engine index
     _prev_text: str = ""
+    _wrap_head: tuple | None = None  # (line, text) of the last WARNING/ERROR record: a wrapped message's start
 
     def src(self, lineno: int) -> str:
         return f"{self.display}:{lineno}"
+
+    @property
+    def crashed_before_serving(self) -> str | None:
+        """Where this log shows the server failing before it served anything (a traceback or a known error
+        text, and no stats or spec metrics line), else None: then what serving would show is not missing."""
+        if self.streams:
+            return None
+        if self.ev.tracebacks:
+            return self.src(self.ev.tracebacks[0].line)
+        for h in self.signatures.values():
+            if h.signature.severity == "error" and not h.signature.extra.get("explains") and h.lines:
+                return self.src(h.lines[0])
+        return None
 
     @property
     def spec_streams(self) -> list[Stream]:
@@ -480,6 +494,12 @@ class LogFile:
             return
         self._startup(lineno, rec, msg, fast)
         self._signatures(lineno, rec, msg, fast)
+        head = self._wrap_head
+        if rec.level is None and head is not None and head[0] == lineno - 1 and msg.strip():
+            # A warning broken over two lines when it was pasted (terminal width, an issue form's wrapping): the
+            # header-less line continues the record above it, and a known text may only match the two joined.
+            self._signatures(head[0], rec, head[1] + " " + msg.strip(), fast, seen=(head[1], msg))
+        self._wrap_head = (lineno, msg[-300:].rstrip()) if rec.level in ("WARNING", "ERROR") else None
         self._prev_text = msg[-300:]
 
     def _offline_line(self, lineno: int, rec: L.Record, msg: str) -> bool:
@@ -609,7 +629,9 @@ class LogFile:
         if len(self.config_lines) < MAX_CONFIG_LINES:
             self.config_lines.append({"kind": kind, "text": text, "source": self.src(lineno)})
 
-    def _signatures(self, lineno: int, rec: L.Record, msg: str, fast: bool = False) -> None:
+    def _signatures(self, lineno: int, rec: L.Record, msg: str, fast: bool = False, seen: tuple = ()) -> None:
+        """Record the known texts in `msg`; those that already match one of the texts in `seen` alone (the two
+        halves of a joined wrapped line) were recorded there."""
         for sig, lits in _signature_gates() if fast else ((s, None) for s in load_signatures()):
             if lits is not None:  # skip the regex when the message lacks every literal it needs
                 for lit in lits:
@@ -617,7 +639,7 @@ class LogFile:
                         break
                 else:
                     continue
-            if not sig.pattern.search(msg):
+            if not sig.pattern.search(msg) or any(sig.pattern.search(t) for t in seen):
                 continue
             hit = self.signatures.get(sig.id)
             if hit is None:
@@ -753,7 +775,8 @@ def build_prefilter() -> re.Pattern[bytes]:
     return re.compile((r"\](?:\x1b\[[\d;]*m)? (?:" + alt + ")").encode())
 
 
-CONTEXT = {b"Serving Benchmark Result": 40}
+# A warning wrapped when pasted continues on the next, header-less line (LogFile._record joins the two).
+CONTEXT = {b"Serving Benchmark Result": 40, b"WARNING ": 1}
 # Rows of a `vllm bench serve` table pasted without its banner (lines.BENCH_FIELD)
 BENCH_NEEDLES = (b"throughput (tok/s)", b"TTFT (ms)", b"TPOT (ms)", b"Successful requests")
 NEEDLES = L.NEEDLES + (b"Traceback", b'File "', b"Exception", b"Assertion `", b"Per-position acceptance rate: ",
