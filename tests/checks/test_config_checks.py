@@ -170,7 +170,8 @@ def test_eagle3_target_architecture():
 def test_pipeline_chunked_prefill_multistep():
     spec = "--speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 3}'"
     assert "config.parallel.pipeline" in run(f"vllm serve m -pp 2 {spec}", "0.12.0")
-    assert "config.parallel.pipeline" not in run(f"vllm serve m -pp 2 {spec}", "0.16.0")
+    # 0.16-0.32 accept it but the V1 runner crashes off the last PP rank (methods.toml); 0.33: no data
+    assert "config.parallel.pipeline" not in run(f"vllm serve m -pp 2 {spec}", "0.33.0")
     assert run(f"vllm serve m -pp 2 {spec}", None)["config.parallel.pipeline"].severity is Severity.WARNING
     v0 = "python -m vllm.entrypoints.openai.api_server --model m --speculative-model s --num-speculative-tokens 3 " \
          "--use-v2-block-manager --enable-chunked-prefill"

@@ -11,6 +11,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity, clip
@@ -31,6 +32,7 @@ from spec_doctor.knowledge.specdata import (
     spec_key_status,
     unknown_keys_rejected,
 )
+from spec_doctor.parsers.cmdline import parse_json_value
 
 DOCS = "https://docs.vllm.ai/en/latest/features/spec_decode.html"
 SIGNALS = "knowledge/data/flags.toml, knowledge/data/methods.toml"
@@ -230,7 +232,8 @@ def _too_new(cfg: DeploymentConfig, version: Version, vsrc: str) -> list[Finding
        findings={
            "config.spec-keys.invalid": "a key that is not a --speculative-config key (e.g. tensor_parallel_size)",
            "config.spec-keys.removed": "a key the release removed (e.g. disable_by_batch_size in 0.17+)",
-           "config.spec-keys.noop": "a key the release accepts but ignores (disable_by_batch_size on V1 <= 0.16)",
+           "config.spec-keys.noop": "a key the release accepts but ignores (disable_by_batch_size on V1 <= 0.16, "
+                                   "max_model_len on V1)",
            "config.spec-keys.not-yet": "a key newer than the release",
            "config.spec-keys.unknown": "a key spec-doctor does not know",
            "config.spec-keys.implicit-method": "no \"method\": vLLM guesses it from the draft",
@@ -277,13 +280,10 @@ def spec_keys(facts: Mapping[str, Any]) -> list[Finding]:
                                data={"key": key}))
         elif status == "noop" and row:
             out.append(Finding("config.spec-keys.noop", Category.CONFIG_DEPRECATED, Severity.WARNING, 0.85,
-                               f"\"{key}\" has no effect in vLLM {version}: speculation is never turned off "
-                               "by batch size",
+                               f"\"{key}\" has no effect in vLLM {version}: {row['noop_effect']}",
                                evidence=ev + (Evidence(row["source"], row.get("note", "")),),
-                               fix=Fix("Drop the key; at high concurrency lower num_speculative_tokens or "
-                                       "serve without speculation (num_speculative_tokens_per_batch_size "
-                                       "needs vLLM 0.24+):", _fix_cmds(cfg, version)),
-                               impact="no false sense of protection at large batch sizes", impact_score=0.5,
+                               fix=Fix(row["noop_fix"], _fix_cmds(cfg, version)),
+                               impact=f"no false sense of protection ({row['noop_effect']})", impact_score=0.5,
                                data={"key": key}))
         elif status == "not-yet" and row:
             assert version is not None
@@ -530,12 +530,90 @@ def _range_rules(rule_id: str, version: Version | None, ends: tuple[Version, Ver
 def _rule_overlaps(rule: Mapping[str, Any], low: Version, high: Version) -> bool:
     """Whether a rule's release range (a specifier such as '>=0.6.4,<0.6.5') meets [low, high]: tried at both
     ends and at every boundary release the specifier names inside the range."""
-    from packaging.specifiers import SpecifierSet
-
     spec = SpecifierSet(rule["versions"])
     lo, hi = _base(low), _base(high)
     points = {lo, hi} | {Version(sp.version) for sp in spec if lo <= Version(sp.version) <= hi}
     return any(p in spec for p in points)
+
+
+# Settings vLLM refuses together with speculation in some releases (methods.toml rules of the same id):
+# (argument key, rule id, how the user wrote it, the fix's text for the matching rule).
+_REFUSED_FEATURES: tuple[tuple[str, str, str, Any], ...] = (
+    ("async_scheduling", "async-scheduling", "--async-scheduling",
+     lambda rule: "Drop --async-scheduling (vLLM then schedules synchronously)"
+     + (", or use an EAGLE/MTP drafter:" if rule.get("methods") else "; vLLM 0.11.1+ runs EAGLE/MTP drafters with it:")),
+    ("logits_processors", "logits-processors", "--logits-processors",
+     lambda rule: "Serve the custom logits processors on a server without speculation, or drop them here:"),
+)
+
+
+_NEUTRAL = {"frequency_penalty": 0.0, "presence_penalty": 0.0, "repetition_penalty": 1.0, "min_p": 0.0}
+
+
+def _set_params(gen: Mapping[str, Any], params: list[str]) -> dict[str, Any]:
+    """The sampling parameters of a generation-config override that are set away from their neutral value."""
+    found = {}
+    for p in params:
+        v = gen.get(p)
+        if v is None or v is False or v == {} or v == []:
+            continue
+        if p in _NEUTRAL and isinstance(v, (int, float)) and abs(float(v) - _NEUTRAL[p]) < 1e-6:
+            continue
+        found[p] = v
+    return found
+
+
+def _sampling_defaults(facts: Mapping[str, Any], cfg: DeploymentConfig, version: Version | None, vev: Evidence,
+                       ends: tuple[Version, Version] | None) -> list[Finding]:
+    """Server-wide sampling defaults speculation cannot serve (methods.toml "sampling-defaults"): n-gram drafts
+    skipped for penalised/min_p/logprobs requests (0.9.2-0.13), min_p/logit_bias requests rejected (0.17+)."""
+    spec = cfg.speculative
+    gen = cfg.args.get("override_generation_config")
+    if spec is None or gen is None:
+        return []
+    if isinstance(gen, str):
+        try:
+            gen = parse_json_value("--override-generation-config", gen)
+        except Exception:  # unreadable: config.flags says so; nothing to judge here
+            return []
+    if not isinstance(gen, dict):
+        return []
+    out: list[Finding] = []
+    rules, partly = _range_rules("sampling-defaults", version, ends, spec.method)
+    for rule in rules:
+        hit = _set_params(gen, rule["params"])
+        if not hit:
+            continue
+        known = version is not None and not partly
+        names = ", ".join(f"{k}={v!r}" for k, v in hit.items())
+        skipped = rule["effect"] == "skipped"
+        if skipped and _ran(facts) is not None:
+            continue  # drafts were made: these defaults did not switch speculation off for this traffic
+        where = f"vLLM {version}" if known else f"vLLM {rule['versions']}"
+        out.append(Finding(
+            f"config.parallel.sampling-{rule['effect']}",
+            Category.SPEC_INACTIVE if skipped else Category.CONFIG_UNSUPPORTED_COMBO,
+            Severity.WARNING if skipped or not known else Severity.ERROR,
+            _scaled(facts, 0.8) if known else _scaled(facts, 0.6) if partly else UNKNOWN_VERSION_CONFIDENCE,
+            (f"Server-wide {names}: {where} drafts nothing for such requests, so n-gram speculation is off for "
+             "every request that keeps these defaults" if skipped else
+             f"Server-wide {names}: {where} rejects every request that keeps it while speculation is on"),
+            evidence=(Evidence(cfg.source_of("override_generation_config"), f"override_generation_config: {names}"),
+                      _spec_ev(cfg), vev, Evidence(rule["source"], rule["message"])),
+            fix=Fix("Drop these defaults from --override-generation-config (or serve such requests without "
+                    "speculation):", ()),
+            impact="speculation serves the requests" if skipped else "requests are answered",
+            impact_score=0.7, data={"params": sorted(hit), "effect": rule["effect"]}))
+    return out
+
+
+def _crash(facts: Mapping[str, Any]) -> Evidence | None:
+    """The first traceback in the logs, as evidence that a combination vLLM does not support did break the run."""
+    for f in facts.get("logs.events") or []:
+        for tb in f.get("tracebacks") or []:
+            what = f"{tb.get('exc_type') or 'exception'}: {tb.get('exc_msg') or ''}".strip().rstrip(":")
+            return Evidence(str(tb.get("source")), f"the run crashed: {what[:160]}")
+    return None
 
 
 def _ran(facts: Mapping[str, Any]) -> str | None:
@@ -548,22 +626,27 @@ def _ran(facts: Mapping[str, Any]) -> str | None:
 
 # ---------------------------------------------------------------------------------------------------
 
-@check("config.parallel", categories=[Category.CONFIG_UNSUPPORTED_COMBO, Category.ENV_VERSION],
-       needs=["config.deployment"], wants=["vllm.version"], sources=[SIGNALS],
+@check("config.parallel",
+       categories=[Category.CONFIG_UNSUPPORTED_COMBO, Category.ENV_VERSION, Category.SPEC_INACTIVE],
+       needs=["config.deployment"], wants=["vllm.version", "logs.events", "logs.acceptance"], sources=[SIGNALS],
        findings={
            "config.parallel.draft-tp": "draft tensor parallel size other than what the release allows",
            "config.parallel.draft-tp-version": "draft TP equal to the target's, which this old release rejects",
            "config.parallel.pipeline": "pipeline parallelism together with speculative decoding",
            "config.parallel.chunked-prefill": "chunked prefill with a speculative setup the release rejects",
            "config.parallel.multi-step": "multi-step scheduling (--num-scheduler-steps > 1) with speculation",
+           "config.parallel.async-scheduling": "--async-scheduling with a method the release's async path lacks",
+           "config.parallel.logits-processors": "custom --logits-processors, which V1 refuses with speculation",
+           "config.parallel.sampling-skipped": "server-wide penalties/min_p/logprobs: no n-gram drafts (0.9.2-0.13)",
+           "config.parallel.sampling-rejected": "server-wide min_p/logit_bias: requests rejected with spec (0.17+)",
            "config.parallel.v2-block-manager": "speculation without --use-v2-block-manager on 0.4.1-0.6.2",
        })
 def parallel(facts: Mapping[str, Any]) -> list[Finding]:
     """Parallelism and scheduling combinations vLLM rejects with speculative decoding.
 
     Draft TP must be 1 (0.5.1-0.6.3), 1 or the target's TP (0.6.4+), or exactly the target's TP for V1
-    draft models (0.15+). Pipeline parallelism is not composable with speculation up to 0.15 (and EAGLE-3 +
-    PP not in 0.17-0.23). Chunked prefill was exclusive with speculation up to 0.6.3, needed draft TP 1 in
+    draft models (0.15+). Pipeline parallelism is not composable with speculation up to 0.15; 0.16-0.32 accept it but the V1
+    runner reads the drafter on ranks that have none (AttributeError), and EAGLE-3 + PP is refused in 0.17-0.23. Chunked prefill was exclusive with speculation up to 0.6.3, needed draft TP 1 in
     0.6.4, and hidden-state drafters (EAGLE, Medusa, MLP) rejected it until 0.8.3.
     """
     cfg: DeploymentConfig = facts["config.deployment"]
@@ -603,21 +686,27 @@ def parallel(facts: Mapping[str, Any]) -> list[Finding]:
                             (("pip install -U 'vllm>=0.6.4'",) if later_ok else ()) + _fix_cmds(cfg, version)),
                     impact="the server starts", impact_score=0.8, data={"draft_tp": dtp, "tp": tp}))
     pp = _int(cfg.args.get("pipeline_parallel_size"))
+    crash = _crash(facts)
     if pp and pp > 1:
         rules, partly = _range_rules("pipeline-parallel", version, _ends(facts), spec.method)
         if rules:
             rule = rules[0]
             known = version is not None and not partly
+            # A crash in the run is what this combination does in those releases: the prediction is borne out,
+            # and two independent signals (the combination, the crash) make it surer than either alone.
             out.append(Finding(
                 "config.parallel.pipeline", Category.CONFIG_UNSUPPORTED_COMBO,
-                Severity.ERROR if known else Severity.WARNING,
-                _scaled(facts, 0.85) if known else _scaled(facts, 0.65) if partly else conf_unknown,
+                Severity.ERROR if known or crash else Severity.WARNING,
+                (0.9 if known or partly else 0.8) if crash else _scaled(facts, 0.85) if known else
+                _scaled(facts, 0.65) if partly else conf_unknown,
                 f"Pipeline parallel size {pp} with speculative decoding"
                 + (f" is not supported by vLLM {version}" if known else
                    f" is not supported by vLLM {rule['versions']} (within the releases the inputs point to)"
-                   if partly else " is not supported up to vLLM 0.15 (version unknown)"),
+                   if partly else " is not supported up to vLLM 0.15 (version unknown)")
+                + ("; the run crashed" if crash else ""),
                 evidence=(Evidence(cfg.source_of("pipeline_parallel_size"), f"pipeline_parallel_size={pp}"),
-                          _spec_ev(cfg), vev, Evidence(rule["source"], rule["message"])),
+                          _spec_ev(cfg), vev, Evidence(rule["source"], rule["message"]))
+                + ((crash,) if crash else ()),
                 fix=Fix("Use tensor parallelism instead of pipeline parallelism with speculation:",
                         (f"--tensor-parallel-size {tp * pp} --pipeline-parallel-size 1",)),
                 impact="the server starts with speculation", impact_score=0.8, data={"pp": pp}))
@@ -651,6 +740,32 @@ def parallel(facts: Mapping[str, Any]) -> list[Finding]:
                         ("--enable-chunked-prefill=False", "pip install -U vllm")),
                 impact="the server starts", impact_score=0.7, data={"draft_tp": eff_dtp, "rule": rule_id}))
             break
+    if _ran(facts) is None:  # a run that drafted did start: a start-up refusal cannot have happened
+        for key, rule_id, label, fix in _REFUSED_FEATURES:
+            if cfg.args.get(key) in (None, False, "", [], "[]"):
+                continue
+            rules, partly = _range_rules(rule_id, version, ends, spec.method)
+            if not rules:
+                continue
+            rule = rules[0]
+            known = version is not None and not partly
+            # A refusal bounded to old releases says little when the releases the inputs allow (or, unknown, all
+            # of them) reach past it: the newest of them -- the likeliest -- has no such refusal. A note then.
+            newest = ends[1] if ends else NEWEST_EXAMINED
+            current = _base(newest) in SpecifierSet(rule["versions"])
+            sev = Severity.ERROR if known else Severity.WARNING if current else Severity.INFO
+            out.append(Finding(
+                f"config.parallel.{rule_id}", Category.CONFIG_UNSUPPORTED_COMBO, sev,
+                _scaled(facts, 0.85) if known else (_scaled(facts, 0.65) if partly else conf_unknown) if current
+                else 0.4,
+                f"{label} with '{spec.method}' speculation: vLLM "
+                + (f"{version} refuses to start" if known else f"{rule['versions']} refuses to start"
+                   + (" (within the releases the inputs point to)" if partly else " (version unknown)")),
+                evidence=(Evidence(cfg.source_of(key), f"{key}={cfg.args.get(key)!r}"), _spec_ev(cfg), vev,
+                          Evidence(rule["source"], rule["message"])),
+                fix=Fix(fix(rule), ("--no-async-scheduling",) if key == "async_scheduling" else ()),
+                impact="the server starts", impact_score=0.8, data={"method": spec.method, "setting": key}))
+    out += _sampling_defaults(facts, cfg, version, vev, ends)
     steps = _int(cfg.args.get("num_scheduler_steps"))
     if steps and steps > 1:
         rules = applicable_rules("multi-step", version)
@@ -778,6 +893,50 @@ def cudagraph(facts: Mapping[str, Any]) -> list[Finding]:
 
 # ---------------------------------------------------------------------------------------------------
 
+def _slots(rule: Mapping[str, Any], k: int) -> int:
+    return {"k": k, "k-1": k - 1, "1": 1, "0": 0}[str(rule["slots"])]
+
+
+def _refused_budget(facts: Mapping[str, Any], cfg: DeploymentConfig, mbt: int | None, k: int | None,
+                    seqs: int | None, version: Version | None, vsrc: str) -> Finding | None:
+    """The token budget minus the draft slots vLLM reserves per running request (methods.toml "draft-slots"):
+    at or below zero the release refuses to start. With the version unknown, the releases where it would."""
+    spec = cfg.speculative
+    if spec is None or mbt is None or not k or not seqs:
+        return None
+    method = spec.method
+    if spec.raw.get("parallel_drafting") is True and method not in ("dflash", "dspark", "draft_model"):
+        method = "dflash"  # any parallel drafter reserves K-1 masked-query slots, as DFlash did up to 0.27
+    failing = [(r, mbt - _slots(r, k) * seqs) for r in applicable_rules("draft-slots", None, method)]
+    failing = [(r, left) for r, left in failing if left <= 0]
+    if not failing:
+        return None
+    ends = _ends(facts)
+    here = [(r, left) for r, left in failing if version is not None and _base(version) in SpecifierSet(r["versions"])]
+    if version is not None and not here and (ends is None or not any(_rule_overlaps(r, *ends) for r, _ in failing)):
+        return None  # the release (or the whole inferred range) does not reserve these slots
+    rule, left = (here or failing)[0]
+    known = bool(here) and ends is None
+    bounds = [(sp.operator, Version(sp.version)) for r, _ in failing for sp in SpecifierSet(r["versions"])]
+    lows, highs = [v for op, v in bounds if op == ">="], [v for op, v in bounds if op == "<"]
+    releases = f">={min(lows)},<{max(highs)}" if lows and highs else ", ".join(r["versions"] for r, _ in failing)
+    return Finding(
+        "config.scheduler.no-tokens-left", Category.SCHEDULER_CONFIG, Severity.ERROR if known else Severity.WARNING,
+        # The arithmetic is vLLM's own; the only doubt left is the release, which the severity carries.
+        0.9 if known else 0.7,
+        f"--max-num-batched-tokens {mbt} minus {rule['slots'].upper()} draft slot(s) x max-num-seqs {seqs} leaves "
+        f"{left} tokens to schedule: " + (f"vLLM {version} refuses to start" if known else
+                                          f"vLLM {releases} refuses to start"),
+        evidence=(Evidence(cfg.source_of("max_num_batched_tokens"), f"max_num_batched_tokens={mbt}"),
+                  Evidence(cfg.source_of("max_num_seqs"), f"max_num_seqs={seqs}"), _spec_ev(cfg),
+                  _ver_ev(version, vsrc), Evidence(rule["source"], rule["message"])),
+        fix=Fix("Raise the token budget above the reserved draft slots (or lower max-num-seqs / K):",
+                (f"--max-num-batched-tokens {(_slots(rule, k) + k + 1) * seqs}",)),
+        impact="the server starts", impact_score=0.8,
+        data={"max_num_batched_tokens": mbt, "max_num_seqs": seqs, "slots_per_request": _slots(rule, k),
+              "left": left})
+
+
 @check("config.scheduler", categories=[Category.SCHEDULER_CONFIG, Category.OOM, Category.K_TOO_LARGE,
                                        Category.HIGH_TEMPERATURE],
        needs=["config.deployment"], wants=["vllm.version", "models.target", "logs.files"], sources=[SIGNALS, DOCS],
@@ -820,7 +979,10 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
             impact="higher throughput under concurrent load (latency of a single request is unchanged)",
             impact_score=0.4, data={"max_num_seqs": seqs}))
     mbt = _int(cfg.args.get("max_num_batched_tokens"))
-    if mbt is not None and k and seqs:
+    refused = _refused_budget(facts, cfg, mbt, k, seqs, version, vsrc)
+    if refused is not None:
+        out.append(refused)
+    if mbt is not None and k and seqs and (refused is None or refused.severity is not Severity.ERROR):
         need = (k + 1) * seqs
         if mbt < need:
             # Worse the larger the shortfall: at half the need or less a full batch needs several steps per

@@ -359,6 +359,16 @@ def _zero_acceptance(facts: Mapping[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+def _head_accepts(facts: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A log stream in which the head's drafts are accepted well above chance: its trained weights are loaded."""
+    for a in facts.get("logs.acceptance") or []:
+        drafted = a.get("drafted") or 0
+        if drafted >= threshold("min_drafted_tokens") and \
+                (a.get("accepted") or 0) / drafted >= threshold("trained_head_min_acceptance"):
+            return a
+    return None
+
+
 @check("pair.quantization", categories=["quantization", "healthy"], needs=["models.pair"], wants=["logs.acceptance"],
        sources=["https://docs.vllm.ai/en/latest/features/quantization/gguf/", MTP_QUANT_SOURCE], findings={
            "pair.quantization.draft": "the draft's quantization is known to be slow or fragile with speculation",
@@ -386,10 +396,11 @@ def quantization_check(facts: Mapping[str, Any]) -> list[Finding]:
             fix=Fix(row["fix"], (_spec_cmd(pair).replace(f'"model": "{d.ref}"', '"model": "UNQUANTIZED-DRAFT"'),)),
             impact="slower draft steps, possibly a failed start", impact_score=0.4,
             data={"draft_quantization": d.quantization, "target_quantization": t.quantization}))
-    elif pair.family == HEAD and t.quantization and is_mtp_method(pair.method or "") \
-            and ((zero := _zero_acceptance(facts)) is not None or not facts.get("logs.acceptance")):
-        # With the evidence an error; without acceptance figures a note to check (quantized exports often drop or
-        # misbuild the MTP layers); when the log shows MTP drafts accepted, nothing.
+    elif pair.family == HEAD and t.quantization and is_mtp_method(pair.method or "") and \
+            _head_accepts(facts) is None:
+        # With zero acceptance an error; without acceptance figures a note to check (quantized exports often drop or
+        # misbuild the MTP layers); when the log shows MTP drafts accepted above chance, nothing.
+        zero = _zero_acceptance(facts)
         ev = [Evidence(t.quantization_source or t.ref, f"target: {t.quantization}"),
               Evidence(MTP_QUANT_SOURCE.split(" ", 1)[0], MTP_QUANT_SOURCE.split(" ", 1)[1].strip("()"))]
         if zero is not None:

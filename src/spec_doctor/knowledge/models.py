@@ -60,11 +60,15 @@ def size_from_name(ref: str) -> NameSize | None:
 
 
 def quantization_from_name(ref: str) -> str | None:
+    """The quantization a checkpoint's name announces (knowledge/data/models.toml [[quant_name]]), else None.
+
+    A word counts only between non-alphanumeric characters: 'Model-FP8', 'Model FP8 (BF16 MTP block)' and
+    'model_w4a16' do, 'fp80' does not."""
     name = normalize_name(ref)
-    for word, method in (("awq", "awq"), ("gptq", "gptq"), ("fp8", "fp8"), ("int4", "int4"), ("int8", "int8"),
-                         ("bnb", "bitsandbytes"), ("gguf", "gguf"), ("nvfp4", "nvfp4"), ("mxfp4", "mxfp4")):
-        if re.search(rf"(^|[-.]){word}([-.]|$)", name):
-            return method
+    for row in knowledge().get("quant_name", []):
+        for word in row["words"]:
+            if re.search(rf"(^|[^a-z0-9]){re.escape(word)}([^a-z0-9]|$)", name):
+                return str(row["method"])
     return None
 
 
