@@ -46,6 +46,9 @@ class LogTail:
         self.lf = LogFile(path=path, display=self.display)
         self._pos = 0
         self._carry = b""
+        # Complete lines held back because a line among them selects the lines after it (a WARNING wrapped
+        # over two lines, a bench result table) and those have not all arrived: fed with the next piece.
+        self._held = b""
         self._skipping = False
         self._lineno = 0  # complete lines fed so far
         self._ident: tuple[int, int] | None = None
@@ -58,6 +61,7 @@ class LogTail:
 
         self.lf = LogFile(path=self.path, display=self.display)
         self._pos, self._carry, self._skipping, self._lineno = 0, b"", False, 0
+        self._held = b""
         self.restarts += 1
 
     def poll(self) -> int:
@@ -109,6 +113,11 @@ class LogTail:
             return 0
         return self.lf.lines
 
+    @property
+    def has_lines(self) -> bool:
+        """Whether any complete line was read (fed or held back), or the file is a static .gz."""
+        return self.lf.lines > 0 or bool(self._held) or self.static
+
     def view(self) -> Any:
         """The log as read so far, settled as parse_log settles a whole file (a traceback still open is closed,
         an offline summary block flushed, engine-less spec lines folded into their engine's stream), on a copy:
@@ -117,7 +126,10 @@ class LogTail:
 
         if self.static:
             return self.lf
-        lf = copy.deepcopy(self.lf)
+        tail = copy.copy(self)
+        tail.lf = lf = copy.deepcopy(self.lf)
+        if self._held:
+            tail._feed_lines(self._held)
         lf.ev.close()
         lf.flush_offline()
         lf.fold_engineless()
@@ -146,8 +158,10 @@ class LogTail:
                 self._carry = buf
             return 0
         body, self._carry = buf[:cut + 1], buf[cut + 1:]
-        n = self._feed_lines(body)
-        return n
+        body, self._held = self._held + body, b""
+        keep = _context_cut(body)
+        body, self._held = body[:keep], body[keep:]
+        return self._feed_lines(body) if body else 0
 
     def _feed_lines(self, body: bytes, count: bool = True) -> int:
         from spec_doctor.parsers.logparse.reader import ReadStats, scan
@@ -163,6 +177,28 @@ class LogTail:
             self._lineno += lines
             self.lf.lines = self._lineno
         return lines
+
+
+def _context_cut(body: bytes) -> int:
+    """Where to cut ``body`` (complete lines) so that no line whose needle selects the lines after it
+    (logparse CONTEXT) is fed before those lines arrived: len(body) when nothing needs holding back."""
+    from spec_doctor.parsers.logparse.summary import CONTEXT
+
+    depth = max(CONTEXT.values())
+    ends = []  # start offsets of the last `depth` + 1 lines, last line first
+    pos = len(body) - 1
+    while len(ends) <= depth and pos > 0:
+        prev = body.rfind(b"\n", 0, pos)
+        ends.append(prev + 1)
+        pos = prev
+        if prev < 0:
+            break
+    cut = len(body)
+    for after, start in enumerate(ends):  # `after` complete lines follow this one in body
+        line = body[start:body.find(b"\n", start)]
+        if any(needle in line and n > after for needle, n in CONTEXT.items()):
+            cut = start
+    return cut
 
 
 class StdinTail(LogTail):
@@ -396,7 +432,7 @@ class Watch:
         def logs_files(store: FactStore) -> list:
             if not self.tails:
                 raise FactUnavailable("no log given (--log)")
-            files = [t.view() for t in self.tails if t.lf.lines > 0 or t.static]
+            files = [t.view() for t in self.tails if t.has_lines]
             if not files:
                 raise FactUnavailable("no complete line in the log(s) yet")
             return files
@@ -478,7 +514,7 @@ class Watch:
         from spec_doctor.collectors.fleet import build_units, pair_servers, servers_of
         from spec_doctor.parsers.promparse import build_window
 
-        logs = {t.path: t.lf for t in self.tails if t.lf.lines > 0 or t.static}
+        logs = {t.path: t.lf for t in self.tails if t.has_lines}
         if self.prom is not None:  # the window ending now, per instance: already a rate, nothing to diff
             pairs = self.prom.pairs()
             windows = {p.endpoint: build_window(p.before, p.after, p.endpoint, label=p.label, server=p.server) for p in pairs
