@@ -185,7 +185,7 @@ def _context_cut(body: bytes) -> int:
     from spec_doctor.parsers.logparse.summary import CONTEXT
 
     depth = max(CONTEXT.values())
-    ends = []  # start offsets of the last `depth` + 1 lines, last line first
+    ends: list[int] = []  # start offsets of the last `depth` + 1 lines, last line first
     pos = len(body) - 1
     while len(ends) <= depth and pos > 0:
         prev = body.rfind(b"\n", 0, pos)
