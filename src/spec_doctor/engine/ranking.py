@@ -23,8 +23,8 @@ def verdict(findings: list[Finding], results: list[CheckResult], *, speculation_
 
     A problem found anywhere decides (an error -- a crash, a refused config -- is never healthy); with none,
     the verdict is ``healthy`` only when some input said something about speculation (a vLLM log, /metrics, a
-    deployment config, a model pair, a probe), else ``unknown``: an environment that is fine says nothing
-    about whether speculation pays off.
+    deployment config, a model pair, a probe) and some check beyond the environment affirmed it with a healthy
+    note, else ``unknown``: an environment that is fine says nothing about whether speculation pays off.
     """
     problems = [f for f in findings if f.category is not Category.HEALTHY]
     if any(f.severity is Severity.ERROR for f in problems):
@@ -33,6 +33,10 @@ def verdict(findings: list[Finding], results: list[CheckResult], *, speculation_
         return "degraded"
     ran = [r for r in results if r.status in (CheckStatus.PASS, CheckStatus.FINDINGS)]
     if not ran or not speculation_assessed:
+        return "unknown"
+    # Healthy only when a check beyond the environment says so: a deployment config that no check could judge
+    # (e.g. `--draft suffix` alone) is no evidence that speculation works.
+    if not any(f.category is Category.HEALTHY and not f.id.startswith("env.") for f in findings):
         return "unknown"
     return "healthy"
 
