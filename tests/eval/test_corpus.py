@@ -20,7 +20,8 @@ from conftest import CASES
 from evaluation import Scored, case_args, case_dirs, ranked_categories, run_report, split_of, table
 
 # Floors under the measured figures (see the README table), so a regression fails; they are not the targets.
-FLOORS = {"dev": {"first": 0.0, "top3": 0.0}, "test": {"first": 0.0, "top3": 0.0}}
+# Measured 2026-12-01: dev 48 % / 59 %, test 22 % / 30 % (the targets are 80 % / 95 % on test).
+FLOORS = {"dev": {"first": 0.45, "top3": 0.55}, "test": {"first": 0.20, "top3": 0.27}}
 _ERROR_LINE = re.compile(r"^(?:\(\w+ pid=\d+\)\s*)?ERROR[ \d:-]|\bERROR \d\d-\d\d |^Traceback \(most recent call last\)",
                          re.M)
 
