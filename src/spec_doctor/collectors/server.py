@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from spec_doctor.engine.facts import FactStore, FactUnavailable, InputError, provides
+from spec_doctor.parsers.http import transport_failure
 
 INFO_TIMEOUT_S = 10.0
 # The vllm:cache_config_info labels worth reporting (the gauge carries ~40; most are internal switches).
@@ -81,14 +82,8 @@ def http_json(url: str, body: dict | None = None, timeout: float = 60.0) -> Any:
         except OSError:
             detail = ""
         raise FactUnavailable(f"{url}: HTTP {exc.code} {exc.reason}" + (f": {detail}" if detail else "")) from None
-    except urllib.error.URLError as exc:
-        reason = getattr(exc.reason, "strerror", None) or str(exc.reason)
-        raise FactUnavailable(f"{url}: cannot connect ({reason})") from None
-    except TimeoutError:
-        raise FactUnavailable(f"{url}: no answer within {timeout:g} s") from None
-    except (OSError, ValueError) as exc:
-        raise FactUnavailable(f"{url}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") \
-            from None
+    except (OSError, ValueError) as exc:  # URLError and TimeoutError are OSErrors
+        raise FactUnavailable(transport_failure(url, exc, timeout)) from None
     try:
         return json.loads(raw)
     except ValueError:

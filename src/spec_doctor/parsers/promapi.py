@@ -174,10 +174,11 @@ class PromClient:
         return text.replace(self.token, "[REDACTED]") if self.token else text
 
     def _open(self, path: str, form: dict[str, str] | None = None, params: dict[str, str] | None = None) -> Any:
-        import socket
         import urllib.error
         import urllib.parse
         import urllib.request
+
+        from spec_doctor.parsers.http import transport_failure
 
         target = self.url + path + ("?" + urllib.parse.urlencode(params, doseq=True) if params else "")
         headers = {"Accept": "application/json", "Accept-Encoding": "gzip", "User-Agent": "spec-doctor"}
@@ -203,17 +204,8 @@ class PromClient:
                     403: " (the token is not allowed to query)",
                     404: " (is this the Prometheus base URL, without /api/v1?)"}.get(exc.code, "")
             raise PromAPIError(self._scrub(f"{where}: HTTP {exc.code} {exc.reason}{detail}{hint}")[:400]) from None
-        except urllib.error.URLError as exc:
-            reason = exc.reason
-            if isinstance(reason, (socket.timeout, TimeoutError)):
-                raise PromAPIError(f"{where}: no answer within {self.timeout_s:g} s") from None
-            text = getattr(reason, "strerror", None) or str(reason)
-            raise PromAPIError(self._scrub(f"{where}: cannot connect ({text})")) from None
-        except TimeoutError:
-            raise PromAPIError(f"{where}: no answer within {self.timeout_s:g} s") from None
-        except (OSError, ValueError) as exc:
-            raise PromAPIError(self._scrub(f"{where}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")) \
-                from None
+        except (OSError, ValueError) as exc:  # URLError and TimeoutError are OSErrors
+            raise PromAPIError(self._scrub(transport_failure(where, exc, self.timeout_s))) from None
 
     def _text(self, resp: Any) -> Iterator[str]:
         """The decoded body in chunks (gzip undone), never more than max_bytes."""

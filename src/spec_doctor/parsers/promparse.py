@@ -239,9 +239,10 @@ def split_credentials(url: str) -> tuple[str, str | None]:
 
 def scrape(url: str, timeout: float = 5.0, max_bytes: int = MAX_SCRAPE_BYTES) -> MetricsSnapshot:
     """Scrape one /metrics URL. Raises ScrapeError (one line) on any failure."""
-    import socket
     import urllib.error
     import urllib.request
+
+    from spec_doctor.parsers.http import transport_failure
 
     target, auth = split_credentials(normalize_url(url))
     headers = {"Accept": "text/plain;version=0.0.4;q=1,*/*;q=0.1", "User-Agent": "spec-doctor"}
@@ -258,17 +259,8 @@ def scrape(url: str, timeout: float = 5.0, max_bytes: int = MAX_SCRAPE_BYTES) ->
     except urllib.error.HTTPError as exc:
         hint = " (is the path /metrics?)" if exc.code == 404 else ""
         raise ScrapeError(f"{target}: HTTP {exc.code} {exc.reason}{hint}") from None
-    except urllib.error.URLError as exc:
-        reason = exc.reason
-        if isinstance(reason, (socket.timeout, TimeoutError)):
-            raise ScrapeError(f"{target}: no answer within {timeout:g} s") from None
-        text = getattr(reason, "strerror", None) or str(reason)
-        raise ScrapeError(f"{target}: cannot connect ({text})") from None
-    except TimeoutError:
-        raise ScrapeError(f"{target}: no answer within {timeout:g} s") from None
-    except (OSError, ValueError) as exc:
-        raise ScrapeError(f"{target}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") \
-            from None
+    except (OSError, ValueError) as exc:  # URLError and TimeoutError are OSErrors
+        raise ScrapeError(transport_failure(target, exc, timeout)) from None
     if len(data) > max_bytes:
         raise ScrapeError(f"{target}: answer larger than {max_bytes // 2**20} MiB; not a /metrics page")
     if "html" in ctype:
