@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import socket
 import urllib.error
 
 from spec_doctor.parsers.http import transport_failure
 
 
 def test_timeouts_read_the_same_whether_or_not_urllib_wraps_them():
-    for exc in (TimeoutError("timed out"), socket.timeout("timed out"), urllib.error.URLError(socket.timeout())):
+    for exc in (TimeoutError("timed out"), TimeoutError("timed out"), urllib.error.URLError(TimeoutError())):
         assert transport_failure("http://h:1/x", exc, 5) == "http://h:1/x: no answer within 5 s"
 
 
