@@ -17,7 +17,8 @@ from spec_doctor.parsers.confignorm import from_parsed
 from spec_doctor.parsers.promparse import MetricsFormatError, build_window, parse_metrics_text
 from spec_doctor.report.redact import redact, redact_text
 
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Derandomized so CI sees the same examples every run; 3,000 random examples per test also passed on 2026-12-01.
+FUZZ = settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 _FLAGS = st.sampled_from(["--speculative-config", "--speculative_config", "--num-speculative-tokens", "-tp",
                           "--max-num-seqs", "--api-key", "--temperature", "--config", "--model", "--seed"])
@@ -103,18 +104,19 @@ def test_clean_leaves_no_control_character(text):
 
 
 @FUZZ
-@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\"' \n"),
-               min_size=6, max_size=30))
+# A secret is one token of a command line: printable, no whitespace (Python's \s counts \x1c-\x1f too), no quotes.
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc", "Z"), blacklist_characters="\"'"),
+               min_size=6, max_size=30).filter(lambda s: not s.startswith("-")))  # argparse reads "-x" as a flag
 def test_secrets_named_by_key_never_survive(secret):
     obj = {"api_key": secret, "args": ["--api-key", secret], "env": {"VLLM_API_KEY": secret},
            "text": f"--hf-token {secret}"}
     out = redact(obj)
     assert out["api_key"] == out["args"][1] == out["env"]["VLLM_API_KEY"] == "[REDACTED]"
-    assert secret not in out["text"] or secret in "[REDACTED]"
+    assert out["text"] == "--hf-token [REDACTED]"
     from urllib.parse import quote
 
     in_url = quote(secret, safe="")  # a password in a URL is percent-encoded
-    assert in_url not in redact_text(f"http://u:{in_url}@h:1/metrics") or in_url in "[REDACTED]"
+    assert redact_text(f"http://u:{in_url}@h:1/metrics") == "http://[REDACTED]@h:1/metrics"
 
 
 @pytest.mark.parametrize("depth", [50, 150])
