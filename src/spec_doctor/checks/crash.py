@@ -106,14 +106,17 @@ def crash(facts: Mapping[str, Any]) -> list[Finding]:
         if tpl and tpl.get("source"):
             ev.append(Evidence(tpl["source"], f"vLLM's message (in releases {tpl.get('first_version')}-"
                                               f"{tpl.get('last_version')}): {clip(tpl['template'], 200)}"))
-        fix_text = (tpl["fix"] if tpl and tpl.get("fix") and tpl.get("category") == category.value else
+        # A row written for this message says more than the catalogue's generic fix for its kind of message.
+        specific = row is not None and row.message is not None
+        fix_text = (row.fix if specific and row is not None else
+                    tpl["fix"] if tpl and tpl.get("fix") and tpl.get("category") == category.value else
                     row.fix if row is not None else
                     "Read the exception and the innermost vLLM frame; upgrade to the newest release or report it.")
         conf = row.confidence if row is not None else 0.4
         if not tb["exc_type"]:
             conf = min(conf, 0.5)  # the traceback was cut off before its exception
         out.append(Finding("logs.crash.traceback", category, Severity.ERROR, conf, title, tuple(ev),
-                           Fix(fix_text, tuple(row.commands) if row is not None else ()),
+                           Fix(fix_text, row.commands_for(msg) if row is not None else ()),
                            impact="The server or a request crashed.", impact_score=0.9,
                            data={"exception": tb["exc_type"], "message": msg[:500], "site": tb["site"],
                                  "function": tb["func"], "rule": row.id if row is not None else None,

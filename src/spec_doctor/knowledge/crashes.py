@@ -25,6 +25,22 @@ class CrashSite:
     site: re.Pattern[str] | None
     any_frame: re.Pattern[str] | None
     requires: str | None = None  # a deployment trait the row needs ("quantized": quantized target or KV cache)
+    values: re.Pattern[str] | None = None  # named groups over the message that fill {name} in `commands`
+
+    def commands_for(self, message: str | None) -> tuple[str, ...]:
+        """The row's commands with {name} filled from the message (`values`); without a match, only the commands
+        that need no value."""
+        if self.values is None:
+            return self.commands  # literal commands (their braces are JSON, not fields)
+        got = self.values.search(message or "")
+        groups = got.groupdict() if got else {}
+        out = []
+        for c in self.commands:
+            try:
+                out.append(c.format(**groups))
+            except (KeyError, IndexError, ValueError):
+                continue
+        return tuple(out)
 
 
 @lru_cache(maxsize=1)
@@ -34,7 +50,7 @@ def crash_sites() -> tuple[CrashSite, ...]:
 
     return tuple(CrashSite(r["id"], r["category"], r["title"], r["fix"], tuple(r.get("commands", ())), r["source"],
                            float(r.get("confidence", 0.75)), r.get("spec"), rx(r, "exception"), rx(r, "message"),
-                           rx(r, "site"), rx(r, "any_frame"), r.get("requires"))
+                           rx(r, "site"), rx(r, "any_frame"), r.get("requires"), rx(r, "values"))
                  for r in load("crash_sites.toml")["site"])
 
 
