@@ -1,4 +1,4 @@
-"""What a traceback means, from where in vLLM it was raised (data/crash_sites.toml)."""
+"""What a traceback means, from where in vLLM it was raised (data/crash_sites.toml), and the known drafter bugs a\nrun's symptoms point to (data/known_bugs.toml)."""
 
 from __future__ import annotations
 
@@ -77,3 +77,63 @@ def classify(exc_type: str | None, message: str | None, site_module: str | None,
             continue
         return row
     return None
+
+
+@dataclass(frozen=True)
+class KnownBug:
+    id: str
+    methods: tuple[str, ...]
+    versions: str
+    symptoms: tuple[str, ...]
+    title: str
+    meaning: str
+    fix: str
+    commands: tuple[str, ...]
+    fixed_in: str
+    source: str
+
+
+@lru_cache(maxsize=1)
+def _known_bugs() -> tuple[KnownBug, ...]:
+    return tuple(KnownBug(r["id"], tuple(r.get("methods", ())), r.get("versions", ""), tuple(r["symptoms"]),
+                          r["title"], r["meaning"], r["fix"], tuple(r.get("commands", ())), r.get("fixed_in", ""),
+                          r["source"])
+                 for r in load("known_bugs.toml")["bug"])
+
+
+def known_bugs(symptom: str, method: str | None, version: Any = None,
+               release_range: Any = None) -> list[tuple[KnownBug, bool]]:
+    """The known drafter bugs (data/known_bugs.toml) of this method that show this symptom, each with whether the
+    release is known to be affected (True: the version, or the whole inferred release range, is in the bug's
+    range; False: no release is known, or the range only overlaps it). A bug whose range excludes the known
+    version or range is left out."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    out = []
+    for bug in _known_bugs():
+        if symptom not in bug.symptoms or (bug.methods and (method or "").lower() not in bug.methods):
+            continue
+        spec = SpecifierSet(bug.versions) if bug.versions else None
+        if spec is None:
+            out.append((bug, version is not None))
+            continue
+        if version is not None:
+            if spec.contains(Version(str(version)).base_version, prereleases=True):
+                out.append((bug, True))
+            continue
+        low, high = getattr(release_range, "low", None), getattr(release_range, "high", None)
+        if release_range is None or (low is None and high is None):
+            out.append((bug, False))
+            continue
+        # The releases the inputs could come from (vLLM's releases, knowledge/catalogue.py) against the bug's.
+        from spec_doctor.knowledge.catalogue import releases
+
+        candidates = [Version(r) for r in releases()
+                      if release_range.contains(Version(r))] if hasattr(release_range, "contains") else []
+        hit = [spec.contains(v, prereleases=True) for v in candidates]
+        if hit and all(hit) and not getattr(release_range, "high_open", False):
+            out.append((bug, True))
+        elif any(hit) or not candidates:
+            out.append((bug, False))
+    return out
