@@ -1,0 +1,119 @@
+"""Broken-draft signatures: a cliff in the per-position curve judged by its chance given the decay (a note, a
+known bug of the method, or an engine bug), a trained head never accepted, and vLLM's messages quoted alone."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import run_cli
+
+SPEC = ("(APIServer pid=1) INFO 05-01 14:{m:02d}:50 [metrics.py:101] SpecDecoding metrics: Mean acceptance length: "
+        "{L:.2f}, Accepted throughput: 8.90 tokens/s, Drafted throughput: 97.50 tokens/s, Accepted: {a} tokens, "
+        "Drafted: {d} tokens, Per-position acceptance rate: {pp}, Avg Draft acceptance rate: {rate:.1f}%\n")
+
+
+def spec_lines(pp: tuple[float, ...], drafts: int, windows: int = 1) -> str:
+    a = int(round(sum(pp) * drafts))
+    d = drafts * len(pp)
+    return "".join(SPEC.format(m=i, L=1 + sum(pp), a=a, d=d, rate=100 * a / d, pp=", ".join(f"{p:.3f}" for p in pp))
+                   for i in range(windows))
+
+
+def check(tmp_path, text: str, *extra: str) -> dict:
+    log = tmp_path / "vllm.log"
+    log.write_text(text)
+    proc = run_cli("check", "--log", str(log), *extra, "--format", "json")
+    assert proc.stdout.strip(), proc.stderr
+    return json.loads(proc.stdout)
+
+
+def found(report: dict) -> dict[str, dict]:
+    return {f["id"]: f for f in report["findings"]}
+
+
+CLIFF = (0.600, 0.385, 0.215, 0.108, 0.062) + (0.0,) * 10  # flat conditionals (~0.57), then exact zeros
+
+
+def test_a_thin_cliff_is_a_known_bug_for_the_method_that_has_one(tmp_path):
+    got = found(check(tmp_path, spec_lines(CLIFF, 65), "--draft", "dflash"))
+    f = got["logs.acceptance.tail-cliff"]
+    assert f["category"] == "engine-bug" and f["severity"] == "warning"
+    assert f["data"]["known_bug"] == "dflash-swa-as-full-attention" and f["data"]["release_affected"] is False
+    assert 0.02 < f["data"]["chance"] < 0.1
+    # the thin sample is not decisive: the K rule still speaks
+    assert "logs.acceptance.tail-zero" not in got and "logs.acceptance.k-too-large" in got
+
+
+def test_a_thin_cliff_without_a_known_bug_is_only_a_note(tmp_path):
+    got = found(check(tmp_path, spec_lines(CLIFF, 65), "--draft", "eagle3"))
+    assert got["logs.acceptance.tail-cliff"]["severity"] == "info"
+    assert "known_bug" not in got["logs.acceptance.tail-cliff"]["data"]
+
+
+def test_a_release_outside_the_bug_range_does_not_name_it(tmp_path):
+    got = found(check(tmp_path, spec_lines(CLIFF, 65), "--draft", "dflash", "--vllm-version", "0.19.0"))
+    assert got["logs.acceptance.tail-cliff"]["severity"] == "info"
+
+
+def test_a_smooth_decay_is_no_cliff(tmp_path):
+    got = found(check(tmp_path, spec_lines((0.5, 0.2, 0.05, 0.0, 0.0), 100), "--draft", "dflash"))
+    assert "logs.acceptance.tail-cliff" not in got and "logs.acceptance.tail-zero" not in got
+
+
+def test_the_same_cliff_over_many_drafts_is_an_engine_bug(tmp_path):
+    got = found(check(tmp_path, spec_lines(CLIFF, 2000), "--draft", "eagle3"))
+    assert got["logs.acceptance.tail-zero"]["category"] == "engine-bug"
+    assert "logs.acceptance.tail-cliff" not in got
+
+
+ZERO = (0.0, 0.0, 0.0)
+
+
+def test_a_trained_head_never_accepted_is_a_broken_draft_path(tmp_path):
+    r = check(tmp_path, spec_lines(ZERO, 325, windows=2), "--draft", "eagle3")
+    f = found(r)["logs.acceptance.dead-drafter"]
+    assert f["category"] == "engine-bug" and f["data"]["chance"] < 1e-4
+    assert r["findings"][0]["id"] == "logs.acceptance.dead-drafter"  # ahead of "low acceptance"
+
+
+def test_zero_acceptance_is_not_a_broken_path_for_lookup_drafters_or_tiny_samples(tmp_path):
+    assert "logs.acceptance.dead-drafter" not in found(check(tmp_path, spec_lines(ZERO, 325, 2), "--draft", "ngram"))
+    assert "logs.acceptance.dead-drafter" not in found(check(tmp_path, spec_lines(ZERO, 20), "--draft", "eagle3"))
+
+
+def test_a_quoted_exception_message_is_the_exception_it_names(tmp_path):
+    r = check(tmp_path, "Shape: 3328 out of considered ranges: [(1, 2048)]\n", "--draft", "dflash")
+    (crash,) = [f for f in r["findings"] if f["id"] == "logs.crash.traceback"]
+    assert crash["category"] == "engine-bug" and crash["data"]["exception"] == "AssertionError"
+    assert crash["data"]["site"] == "vllm/compilation/piecewise_backend.py"
+    assert crash["data"]["rule"] == "compile-range-drafter"
+    assert "--max-num-batched-tokens 3328" in crash["fix"]["commands"]
+    assert r["verdict"] == "broken"
+
+
+def test_a_quoted_line_needs_the_message_at_its_start_and_a_real_log_is_not_reread(tmp_path):
+    # prose that mentions the message in passing is not the message
+    r = check(tmp_path, "we think the Shape: 3328 out of considered ranges: [(1, 2048)] error is odd\n",
+              "--draft", "dflash")
+    assert not [f for f in r["findings"] if f["id"] == "logs.crash.traceback"]
+    # a log with vLLM records: its plain lines are not read as quoted messages
+    text = spec_lines((0.7, 0.5, 0.3), 100) + "Shape: 3328 out of considered ranges: [(1, 2048)]\n"
+    r = check(tmp_path, text, "--draft", "dflash")
+    assert not [f for f in r["findings"] if f["id"] == "logs.crash.traceback"]
+
+
+def test_the_compile_range_row_needs_speculation(tmp_path):
+    r = check(tmp_path, "Shape: 3328 out of considered ranges: [(1, 2048)]\n")
+    crashes = [f for f in r["findings"] if f["id"] == "logs.crash.traceback"]
+    assert crashes and crashes[0]["data"]["rule"] != "compile-range-drafter"
+
+
+def test_an_exception_line_without_frames_is_placed_where_the_catalogue_says_it_is_raised(tmp_path):
+    text = ("ValueError: Expected both speculative_model and num_speculative_tokens to be provided, but found "
+            "speculative_model=None and num_speculative_tokens=4.\n")
+    (crash,) = [f for f in check(tmp_path, text, "--draft", "ngram")["findings"] if f["id"] == "logs.crash.traceback"]
+    assert crash["data"]["site"] == "vllm/config.py" and crash["category"] == "config-unsupported-combo"
+    # a message the catalogue does not hold stays unplaced (and is still a finding)
+    text = "ValueError: something no vLLM release ever said about drafting\n"
+    (crash,) = [f for f in check(tmp_path, text, "--draft", "ngram")["findings"] if f["id"] == "logs.crash.traceback"]
+    assert crash["data"]["site"] is None
