@@ -345,15 +345,15 @@ def _tail_zero(s, per, ev: Evidence, data: dict, method: str | None,
         return None, []
     known = known_bugs("tail-zero", method, release[0], release[1])
     if known:
-        bug, sure = known[0]
+        kb, sure = known[0]
         where = "in this release" if sure else "possibly: the release is not pinned"
         return None, [Finding("logs.acceptance.tail-cliff", Category.ENGINE_BUG, Severity.WARNING,
                               0.7 if sure else 0.6,
                               f"Per-position acceptance falls off a cliff to exactly 0.000 after position {m}: the "
-                              f"known {method} bug '{bug.title}' ({where})",
-                              (ev, odds, Evidence(bug.source, f"{bug.meaning} Fixed: {bug.fixed_in}.")),
-                              Fix(bug.fix, bug.commands), impact=bug.meaning, impact_score=0.6,
-                              data={**base, "known_bug": bug.id, "release_affected": sure})]
+                              f"known {method} bug '{kb.title}' ({where})",
+                              (ev, odds, Evidence(kb.source, f"{kb.meaning} Fixed: {kb.fixed_in}.")),
+                              Fix(kb.fix, kb.commands), impact=kb.meaning, impact_score=0.6,
+                              data={**base, "known_bug": kb.id, "release_affected": sure})]
     return None, [Finding("logs.acceptance.tail-cliff", Category.ENGINE_BUG, Severity.INFO, 0.4,
                           f"Per-position acceptance drops to exactly 0.000 after position {m}: unlikely from a "
                           f"working drafter (chance {chance:.1g}), but too few drafts to call it a bug",
