@@ -91,15 +91,22 @@ def test_a_quoted_exception_message_is_the_exception_it_names(tmp_path):
     assert r["verdict"] == "broken"
 
 
-def test_a_quoted_line_needs_the_message_at_its_start_and_a_real_log_is_not_reread(tmp_path):
+def test_a_quoted_line_needs_the_message_at_its_start_and_is_one_event_with_its_traceback(tmp_path):
     # prose that mentions the message in passing is not the message
     r = check(tmp_path, "we think the Shape: 3328 out of considered ranges: [(1, 2048)] error is odd\n",
               "--draft", "dflash")
     assert not [f for f in r["findings"] if f["id"] == "logs.crash.traceback"]
-    # a log with vLLM records: its plain lines are not read as quoted messages
+    # among vLLM records, a plain line that is the message is read too
     text = spec_lines((0.7, 0.5, 0.3), 100) + "Shape: 3328 out of considered ranges: [(1, 2048)]\n"
     r = check(tmp_path, text, "--draft", "dflash")
-    assert not [f for f in r["findings"] if f["id"] == "logs.crash.traceback"]
+    assert [f["data"]["rule"] for f in r["findings"] if f["id"] == "logs.crash.traceback"] == ["compile-range-drafter"]
+    # a traceback's own exception line is not a second, quoted event
+    tb = ("Traceback (most recent call last):\n"
+          '  File "/usr/lib/python3/site-packages/vllm/compilation/piecewise_backend.py", line 361, in __call__\n'
+          "    assert range_entry is not None, f\"Shape: {runtime_shape} out of considered ranges\"\n"
+          "AssertionError: Shape: 3328 out of considered ranges: [(1, 2048)]\n")
+    r = check(tmp_path, tb, "--draft", "dflash")
+    assert len([f for f in r["findings"] if f["id"] == "logs.crash.traceback"]) == 1
 
 
 def test_the_compile_range_row_needs_speculation(tmp_path):

@@ -233,9 +233,10 @@ def _quoted_messages(lf: Any, tbs: list[dict[str, Any]], events: list[dict[str, 
     matches enough of its fixed text counts."""
     from spec_doctor.knowledge.catalogue import fixed_chars, identify
 
-    taken = {t["line"] for t in tbs} | {e["line"] for e in events}
+    taken = {e["line"] for e in events}
+    spans = [(t["line"], t["end_line"] + 3) for t in tbs]  # a traceback's own lines and its message's tail
     for n, text in getattr(lf, "quoted", ()):
-        if n in taken:
+        if n in taken or any(a <= n <= b for a, b in spans):
             continue
         tpl = identify(text)
         if tpl is None or fixed_chars(tpl.template) < QUOTED_MIN_FIXED:
