@@ -124,3 +124,15 @@ def test_an_exception_line_without_frames_is_placed_where_the_catalogue_says_it_
     text = "ValueError: something no vLLM release ever said about drafting\n"
     (crash,) = [f for f in check(tmp_path, text, "--draft", "ngram")["findings"] if f["id"] == "logs.crash.traceback"]
     assert crash["data"]["site"] is None
+
+
+def test_a_crash_message_gone_from_later_releases_points_past_its_last_one():
+    from packaging.version import Version
+
+    from spec_doctor.checks.crash import _lifetime
+
+    old = {"last_version": "0.10.0"}
+    assert "absent from 0.10.1 on" in (_lifetime(old, None) or "")
+    assert _lifetime(old, Version("0.11.0")) is None  # the user's release no longer has it: says nothing
+    assert _lifetime({"last_version": "0.33.0"}, None) is None  # still raised by the newest release
+    assert _lifetime(None, None) is None

@@ -14,6 +14,7 @@ from typing import Any
 
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity, clip
 from spec_doctor.engine.registry import check
+from spec_doctor.knowledge.catalogue import release_key, releases
 from spec_doctor.knowledge.crashes import classify
 
 # Exceptions that report an earlier failure rather than cause one (the engine died because of something above).
@@ -60,7 +61,7 @@ def _traits(facts: Mapping[str, Any]) -> frozenset[str]:
 @check("logs.crash", categories=["engine-bug", "config-unsupported-combo", "oom", "cuda-graph", "env-version",
                                  "vocab-mismatch", "config-deprecated", "quantization"],
        needs=["logs.events"], wants=["logs.files", "spec.evidence", "config.deployment", "models.target",
-                                     "models.draft"],
+                                     "models.draft", "vllm.version"],
        findings={"logs.crash.traceback": "vLLM raised an exception (classified by where it was raised)"},
        sources=["https://github.com/vllm-project/vllm/tree/v0.10.2/vllm/v1/spec_decode"])
 def crash(facts: Mapping[str, Any]) -> list[Finding]:
@@ -112,6 +113,9 @@ def crash(facts: Mapping[str, Any]) -> list[Finding]:
                     tpl["fix"] if tpl and tpl.get("fix") and tpl.get("category") == category.value else
                     row.fix if row is not None else
                     "Read the exception and the innermost vLLM frame; upgrade to the newest release or report it.")
+        life = _lifetime(tpl, facts.get("vllm.version")) if category is Category.ENGINE_BUG else None
+        if life:
+            fix_text = f"{fix_text} {life}"
         conf = row.confidence if row is not None else 0.4
         if not tb["exc_type"]:
             conf = min(conf, 0.5)  # the traceback was cut off before its exception
@@ -122,6 +126,25 @@ def crash(facts: Mapping[str, Any]) -> list[Finding]:
                                  "function": tb["func"], "rule": row.id if row is not None else None,
                                  "speculation_on": spec_on}))
     return out
+
+
+def _lifetime(tpl: Mapping[str, Any] | None, version: Any) -> str | None:
+    """What vLLM's history says about a crash's message (data/catalogue.json, mined from every release): the code
+    that raises exactly this text is gone after its last release, so a release after it is worth trying (that code
+    path was changed). None when the message is still raised by the newest release examined."""
+    last = (tpl or {}).get("last_version")
+    order = releases()
+    if not last or last not in order:
+        return None
+    stated = getattr(version, "value", version)
+    if stated is not None and not getattr(version, "inferred", False) \
+            and release_key(str(stated)) > release_key(last):
+        return None  # the user already runs a release without this message: it is another build's or a backport's
+    if last == order[-1]:
+        return None  # still raised today: the check stays, which says nothing about whether its cause was fixed
+    after = order[order.index(last) + 1]
+    return (f"vLLM stops raising exactly this message after {last} (absent from {after} on): that code path changed, "
+            f"so vLLM >= {after} is worth trying.")
 
 
 @check("logs.messages", categories=["engine-bug", "spec-overhead", "config-unsupported-combo", "config-deprecated",
