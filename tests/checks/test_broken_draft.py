@@ -136,3 +136,24 @@ def test_a_crash_message_gone_from_later_releases_points_past_its_last_one():
     assert _lifetime(old, Version("0.11.0")) is None  # the user's release no longer has it: says nothing
     assert _lifetime({"last_version": "0.33.0"}, None) is None  # still raised by the newest release
     assert _lifetime(None, None) is None
+
+
+V0_KEYERROR = """\
+ERROR 11-13 10:00:05 worker_base.py:464] Traceback (most recent call last):
+ERROR 11-13 10:00:05 worker_base.py:464]   File "/usr/local/lib/python3.10/dist-packages/vllm/worker/worker_base.py", line 456, in execute_method
+ERROR 11-13 10:00:05 worker_base.py:464]   File "/usr/local/lib/python3.10/dist-packages/vllm/spec_decode/spec_decode_worker.py", line 700, in _run_non_driver_rank
+ERROR 11-13 10:00:05 worker_base.py:464] KeyError: 'num_seq_groups'
+"""
+
+
+def test_a_crash_that_is_a_known_bug_says_where_it_was_fixed(tmp_path):
+    (crash,) = [f for f in check(tmp_path, V0_KEYERROR)["findings"] if f["id"] == "logs.crash.traceback"]
+    assert crash["category"] == "engine-bug" and crash["data"]["known_bug"] == "v0-draft-tp-chunked-prefill-keyerror"
+    assert "0.6.5" in crash["fix"]["summary"]
+    # a release after the fix, or the same exception raised outside spec-decode code, is not that bug
+    (later,) = [f for f in check(tmp_path, V0_KEYERROR, "--vllm-version", "0.7.3")["findings"]
+                if f["id"] == "logs.crash.traceback"]
+    assert later["data"]["known_bug"] is None
+    elsewhere = V0_KEYERROR.replace("spec_decode/spec_decode_worker.py", "worker/model_runner.py")
+    (other,) = [f for f in check(tmp_path, elsewhere)["findings"] if f["id"] == "logs.crash.traceback"]
+    assert other["data"]["known_bug"] is None

@@ -15,7 +15,7 @@ from typing import Any
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity, clip
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge.catalogue import release_key, releases
-from spec_doctor.knowledge.crashes import classify
+from spec_doctor.knowledge.crashes import classify, crash_bug
 
 # Exceptions that report an earlier failure rather than cause one (the engine died because of something above).
 _CONSEQUENCES = ("EngineDeadError", "EngineGenerateError")
@@ -61,7 +61,7 @@ def _traits(facts: Mapping[str, Any]) -> frozenset[str]:
 @check("logs.crash", categories=["engine-bug", "config-unsupported-combo", "oom", "cuda-graph", "env-version",
                                  "vocab-mismatch", "config-deprecated", "quantization"],
        needs=["logs.events"], wants=["logs.files", "spec.evidence", "config.deployment", "models.target",
-                                     "models.draft", "vllm.version"],
+                                     "models.draft", "vllm.version", "vllm.version_range"],
        findings={"logs.crash.traceback": "vLLM raised an exception (classified by where it was raised)"},
        sources=["https://github.com/vllm-project/vllm/tree/v0.10.2/vllm/v1/spec_decode"])
 def crash(facts: Mapping[str, Any]) -> list[Finding]:
@@ -114,18 +114,32 @@ def crash(facts: Mapping[str, Any]) -> list[Finding]:
                     row.fix if row is not None else
                     "Read the exception and the innermost vLLM frame; upgrade to the newest release or report it.")
         life = _lifetime(tpl, facts.get("vllm.version")) if category is Category.ENGINE_BUG else None
+        known = crash_bug(tb["exc_type"], msg, tb["modules"], _method(facts), facts.get("vllm.version"),
+                          facts.get("vllm.version_range"))
+        if known is not None:
+            kb, sure = known
+            ev.append(Evidence(kb.source, f"a known bug{'' if sure else ' (if your release is in ' + kb.versions + ')'}: "
+                                          f"{kb.title}. {kb.meaning} Fixed: {kb.fixed_in}."))
+            fix_text, life = kb.fix, None
         if life:
             fix_text = f"{fix_text} {life}"
         conf = row.confidence if row is not None else 0.4
         if not tb["exc_type"]:
             conf = min(conf, 0.5)  # the traceback was cut off before its exception
         out.append(Finding("logs.crash.traceback", category, Severity.ERROR, conf, title, tuple(ev),
-                           Fix(fix_text, row.commands_for(msg) if row is not None else ()),
+                           Fix(fix_text, known[0].commands if known is not None else
+                               row.commands_for(msg) if row is not None else ()),
                            impact="The server or a request crashed.", impact_score=0.9,
                            data={"exception": tb["exc_type"], "message": msg[:500], "site": tb["site"],
                                  "function": tb["func"], "rule": row.id if row is not None else None,
+                                 "known_bug": known[0].id if known is not None else None,
                                  "speculation_on": spec_on}))
     return out
+
+
+def _method(facts: Mapping[str, Any]) -> str | None:
+    spec = getattr(facts.get("config.deployment"), "speculative", None)
+    return str(spec.method) if spec is not None and getattr(spec, "method", None) else None
 
 
 def _lifetime(tpl: Mapping[str, Any] | None, version: Any) -> str | None:

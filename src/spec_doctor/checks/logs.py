@@ -34,14 +34,6 @@ def _version(facts: Mapping[str, Any]):
     return getattr(v, "value", v)
 
 
-def _release(facts: Mapping[str, Any]) -> tuple:
-    """(the stated vLLM version or None, the release range the inputs point to or None): an inferred version is
-    only its range."""
-    v = facts.get("vllm.version")
-    stated = None if v is None or getattr(v, "inferred", False) else getattr(v, "value", v)
-    return stated, facts.get("vllm.version_range")
-
-
 def _in(version, spec: str | None) -> bool | None:
     """True/False when the version is known and the range given; None when either is unknown."""
     if version is None or not spec:
@@ -220,7 +212,7 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
     for f in _files(facts):
         for s in f.spec_streams:
             out.extend(_acceptance_stream(s, k_cfg, hot, _deployment_spec(facts), method,
-                                          _release(facts)))
+                                          (facts.get("vllm.version"), facts.get("vllm.version_range"))))
     return out
 
 

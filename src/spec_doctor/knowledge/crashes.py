@@ -91,29 +91,59 @@ class KnownBug:
     commands: tuple[str, ...]
     fixed_in: str
     source: str
+    exception: re.Pattern[str] | None = None  # crash rows: the exception type (last dotted part)
+    message: re.Pattern[str] | None = None  # crash rows: the exception's message
+    any_frame: re.Pattern[str] | None = None  # crash rows: the module path of any vLLM frame
+
+    def matches_crash(self, exc_type: str | None, message: str | None, modules: list[str]) -> bool:
+        short = (exc_type or "").rsplit(".", 1)[-1]
+        return bool((self.exception is None or self.exception.search(short))
+                    and (self.message is None or self.message.search(message or ""))
+                    and (self.any_frame is None or any(self.any_frame.search(m) for m in modules))
+                    and (self.exception or self.message or self.any_frame))
 
 
 @lru_cache(maxsize=1)
 def _known_bugs() -> tuple[KnownBug, ...]:
+    def rx(row: dict[str, Any], key: str) -> re.Pattern[str] | None:
+        return re.compile(row[key]) if row.get(key) else None
+
     return tuple(KnownBug(r["id"], tuple(r.get("methods", ())), r.get("versions", ""), tuple(r["symptoms"]),
                           r["title"], r["meaning"], r["fix"], tuple(r.get("commands", ())), r.get("fixed_in", ""),
-                          r["source"])
+                          r["source"], rx(r, "exception"), rx(r, "message"), rx(r, "any_frame"))
                  for r in load("known_bugs.toml")["bug"])
+
+
+def crash_bug(exc_type: str | None, message: str | None, modules: list[str], method: str | None,
+              version: Any = None, release_range: Any = None) -> tuple[KnownBug, bool] | None:
+    """The known bug (data/known_bugs.toml, symptom "crash") this traceback is, with whether the release is known to
+    be affected; None when no row matches the exception, message, frames, method and release. A row without
+    methods applies to any method; with them, an unknown method does not rule it out."""
+    for bug, sure in known_bugs("crash", None, version, release_range):
+        if bug.methods and method and method.lower() not in bug.methods:
+            continue
+        if bug.matches_crash(exc_type, message, modules):
+            return bug, sure
+    return None
 
 
 def known_bugs(symptom: str, method: str | None, version: Any = None,
                release_range: Any = None) -> list[tuple[KnownBug, bool]]:
     """The known drafter bugs (data/known_bugs.toml) of this method that show this symptom, each with whether the
-    release is known to be affected (True: the version, or the whole inferred release range, is in the bug's
+    release is known to be affected (`version`: a release or the collected vllm.version fact) (True: the version, or the whole inferred release range, is in the bug's
     range; False: no release is known, or the range only overlaps it). A bug whose range excludes the known
     version or range is left out."""
     from packaging.specifiers import SpecifierSet
     from packaging.version import Version
 
+    # The vLLM version as collected (a Sourced value); one inferred from the inputs' shape is only its range.
+    version = None if version is None or getattr(version, "inferred", False) else getattr(version, "value", version)
     out = []
     for bug in _known_bugs():
-        if symptom not in bug.symptoms or (bug.methods and (method or "").lower() not in bug.methods):
+        if symptom not in bug.symptoms:
             continue
+        if bug.methods and symptom != "crash" and (method or "").lower() not in bug.methods:
+            continue  # (crash rows are matched on their method by crash_bug)
         spec = SpecifierSet(bug.versions) if bug.versions else None
         if spec is None:
             out.append((bug, version is not None))
