@@ -157,3 +157,45 @@ def test_a_crash_that_is_a_known_bug_says_where_it_was_fixed(tmp_path):
     elsewhere = V0_KEYERROR.replace("spec_decode/spec_decode_worker.py", "worker/model_runner.py")
     (other,) = [f for f in check(tmp_path, elsewhere)["findings"] if f["id"] == "logs.crash.traceback"]
     assert other["data"]["known_bug"] is None
+
+
+def _zero_metrics(tmp_path):
+    from pathlib import Path
+
+    gen = Path(__file__).resolve().parents[2] / "fixtures" / "metrics" / "gen"
+    before = tmp_path / "before.txt"
+    after = tmp_path / "after.txt"
+    before.write_text((gen / "random-draft-before.txt").read_text())
+    text = (gen / "random-draft-after.txt").read_text()
+    text = text.replace('num_accepted_tokens_total{engine="0",model_name="tiny-target"} 3.0',
+                        'num_accepted_tokens_total{engine="0",model_name="tiny-target"} 0.0')
+    text = text.replace('model_name="tiny-target",position="0"} 3.0', 'model_name="tiny-target",position="0"} 0.0')
+    after.write_text(text)
+    return str(before), str(after)
+
+
+def _metrics_zero(tmp_path, method: str):
+    from packaging.version import Version
+
+    from spec_doctor.engine.facts import Sourced
+    from spec_doctor.engine.inputs import Inputs
+    from spec_doctor.engine.session import build_store, diagnose
+    from spec_doctor.knowledge.deployment import DeploymentConfig, SpecConfig
+
+    inputs = Inputs(metrics_baseline=list(_zero_metrics(tmp_path)))
+    raw = {"method": method, "model": "/models/draft", "num_speculative_tokens": 3}
+    dep = DeploymentConfig(origin="cmd", model="/models/target", args={}, sources={},
+                           speculative=SpecConfig(method=method, model="/models/draft", num_speculative_tokens=3,
+                                                  raw=raw, source="--cmd"))
+    store, _ = build_store(inputs, preset={"vllm.version": Sourced(Version("0.32.0"), "--vllm-version"),
+                                           "config.deployment": dep})
+    diag = diagnose(inputs, only=["metrics"], store=store)
+    return {f.id: f for f in diag.findings}
+
+
+def test_zero_accepted_counters_from_a_trained_head_are_a_broken_draft_path(tmp_path):
+    head = _metrics_zero(tmp_path, "eagle3")["metrics.acceptance.zero"]
+    assert head.category.value == "engine-bug" and head.data["chance"] < 1e-4
+    # a separate draft model can honestly be that bad (another tokenizer): low acceptance, as before
+    draft = _metrics_zero(tmp_path, "draft_model")["metrics.acceptance.zero"]
+    assert draft.category.value == "low-acceptance"

@@ -14,7 +14,7 @@ from typing import Any
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge import acceptance as acc
-from spec_doctor.knowledge.crashes import known_bugs
+from spec_doctor.knowledge.crashes import generic_bug, known_bugs
 from spec_doctor.knowledge.data import load, threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
 from spec_doctor.knowledge.models import HEAD, method_family
@@ -368,9 +368,10 @@ def _dead_drafter(s, per, ev: Evidence, data: dict, method: str | None, release:
     if drafts <= 0 or s.drafted <= 0:
         return []
     floor = threshold("trained_drafter_min_first_acceptance")
-    chance = math.exp(max(drafts * math.log1p(-floor), -745.0))
+    chance = acc.never_accepted_chance(drafts, floor)
     if chance >= threshold("dead_tail_max_chance"):
         return []
+    generic = generic_bug("dead-drafter")
     known = known_bugs("zero-acceptance", method, release[0], release[1])
     ev2 = [ev, Evidence(s.lines_range(), f"0 of {s.drafted:.0f} drafted tokens accepted over ~{drafts:.0f} drafts: a "
                                          f"{method} head accepting even {floor:.0%} of first positions gives that "
@@ -382,12 +383,9 @@ def _dead_drafter(s, per, ev: Evidence, data: dict, method: str | None, release:
                     acc.chance_confidence(chance),
                     f"The {method} drafter is never accepted: 0 of {s.drafted:.0f} drafted tokens{note}; a broken "
                     "draft path, not a weak draft", tuple(ev2),
-                    Fix(known[0][0].fix if known else
-                        "Check the drafter is the one trained for this target and loads (the log's weight-loading "
-                        "lines for the draft; a draft checkpoint for another target or revision), then try the "
-                        "newest vLLM release: a head that never matches the target is a loading or release bug.",
-                        known[0][0].commands if known else ("pip install -U vllm",)),
-                    impact="Every step pays for drafting and verification and gets nothing back.",
+                    Fix(known[0][0].fix if known else generic.get("fix", ""),
+                        known[0][0].commands if known else tuple(generic.get("commands", ()))),
+                    impact=generic.get("meaning"),
                     impact_score=0.7, data={**data, "drafts": drafts, "chance": chance})]
 
 

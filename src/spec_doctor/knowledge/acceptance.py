@@ -312,6 +312,15 @@ def zero_tail(survival: Sequence[float], drafts: float) -> tuple[int, float] | N
     return m, math.exp(max(log_p, -745.0))
 
 
+def never_accepted_chance(drafts: float, floor: float) -> float:
+    """The chance that a drafter whose first position is accepted at least `floor` of the time has none of
+    `drafts` drafts accepted: (1 - floor)^drafts (a survival curve starts at position 1: no accept there, none
+    at all)."""
+    if drafts <= 0:
+        return 1.0
+    return math.exp(max(drafts * math.log1p(-min(floor, 0.999999)), -745.0))
+
+
 def _next_conditional(conds: Sequence[float], weights: Sequence[float]) -> float:
     """The conditional acceptance of the position after the fitted ones: a weighted least-squares line over
     (position, conditional), its slope capped at 0 (deeper positions are never predicted to accept more)."""

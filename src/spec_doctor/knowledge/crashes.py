@@ -167,3 +167,10 @@ def known_bugs(symptom: str, method: str | None, version: Any = None,
         elif any(hit) or not candidates:
             out.append((bug, False))
     return out
+
+
+def generic_bug(name: str) -> dict[str, Any]:
+    """What a symptom means when no known bug names it (data/known_bugs.toml [generic.NAME]: meaning, fix,
+    commands, source)."""
+    row: dict[str, Any] = load("known_bugs.toml").get("generic", {}).get(name, {})
+    return row
