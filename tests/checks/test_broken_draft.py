@@ -44,15 +44,20 @@ def test_a_thin_cliff_is_a_known_bug_for_the_method_that_has_one(tmp_path):
     assert "logs.acceptance.tail-zero" not in got and "logs.acceptance.k-too-large" in got
 
 
-def test_a_thin_cliff_without_a_known_bug_is_only_a_note(tmp_path):
+def test_a_thin_cliff_without_a_known_bug_is_a_note_only_when_unlikely_enough(tmp_path):
+    # ~4 drafts reached the last working position: a 5 % chance is no finding without a known bug
     got = found(check(tmp_path, spec_lines(CLIFF, 65), "--draft", "eagle3"))
-    assert got["logs.acceptance.tail-cliff"]["severity"] == "info"
-    assert "known_bug" not in got["logs.acceptance.tail-cliff"]["data"]
+    assert "logs.acceptance.tail-cliff" not in got and "logs.acceptance.k-too-large" in got
+    # ~9 drafts: a chance of ~0.1 % is a note, still not a decisive engine bug
+    got = found(check(tmp_path, spec_lines(CLIFF, 150), "--draft", "eagle3"))
+    note = got["logs.acceptance.tail-cliff"]
+    assert note["severity"] == "info" and "known_bug" not in note["data"] and 1e-4 < note["data"]["chance"] < 0.01
+    assert "logs.acceptance.tail-zero" not in got
 
 
 def test_a_release_outside_the_bug_range_does_not_name_it(tmp_path):
     got = found(check(tmp_path, spec_lines(CLIFF, 65), "--draft", "dflash", "--vllm-version", "0.19.0"))
-    assert got["logs.acceptance.tail-cliff"]["severity"] == "info"
+    assert "logs.acceptance.tail-cliff" not in got
 
 
 def test_a_smooth_decay_is_no_cliff(tmp_path):

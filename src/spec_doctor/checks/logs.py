@@ -313,9 +313,9 @@ def _tail_zero(s, per, ev: Evidence, data: dict, method: str | None,
                release: tuple) -> tuple[int | None, list[Finding]]:
     """The zero tail of a per-position curve, judged by its chance given the curve's decay
     (knowledge/acceptance.zero_tail): below dead_tail_max_chance a working drafter cannot give it (an engine
-    bug: returned as the decisive tail); below tail_cliff_note_chance it is a cliff worth naming -- a warning
-    when a known drafter bug of this method and release shows exactly this (data/known_bugs.toml), else a note
-    (a smooth decay is a K that is too large, which the K rule judges)."""
+    bug: returned as the decisive tail); below tail_cliff_known_bug_chance it names a known drafter bug of this
+    method and release that shows exactly this (data/known_bugs.toml, a warning); below tail_cliff_note_chance
+    it is a cliff worth a note. A smooth decay is a K that is too large, which the K rule judges."""
     zt = acc.zero_tail(per, s.pos_drafts)
     if zt is None:
         return None, []
@@ -333,9 +333,10 @@ def _tail_zero(s, per, ev: Evidence, data: dict, method: str | None,
                            f"{m} at {per[m - 1]:.3f}: an engine/drafter bug, not a weak draft", (ev, odds),
                            Fix(bug.get("fix", ""), tuple(bug.get("commands", ()))),
                            impact=bug.get("meaning"), impact_score=0.6, data=base)]
-    if chance >= threshold("tail_cliff_note_chance"):
+    known = known_bugs("tail-zero", method, release[0], release[1]) \
+        if chance < threshold("tail_cliff_known_bug_chance") else []
+    if not known and chance >= threshold("tail_cliff_note_chance"):
         return None, []
-    known = known_bugs("tail-zero", method, release[0], release[1])
     if known:
         kb, sure = known[0]
         where = "in this release" if sure else "possibly: the release is not pinned"

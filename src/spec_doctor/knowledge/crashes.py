@@ -138,6 +138,13 @@ def known_bugs(symptom: str, method: str | None, version: Any = None,
 
     # The vLLM version as collected (a Sourced value); one inferred from the inputs' shape is only its range.
     version = None if version is None or getattr(version, "inferred", False) else getattr(version, "value", version)
+    if version is not None:
+        from packaging.version import InvalidVersion
+
+        try:
+            version = Version(str(version).lstrip("v")).base_version
+        except InvalidVersion:
+            version = None  # not a release spec-doctor can place: judged as unknown
     out = []
     for bug in _known_bugs():
         if symptom not in bug.symptoms:
@@ -149,7 +156,7 @@ def known_bugs(symptom: str, method: str | None, version: Any = None,
             out.append((bug, version is not None))
             continue
         if version is not None:
-            if spec.contains(Version(str(version)).base_version, prereleases=True):
+            if spec.contains(version, prereleases=True):
                 out.append((bug, True))
             continue
         low, high = getattr(release_range, "low", None), getattr(release_range, "high", None)
