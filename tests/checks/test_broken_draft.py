@@ -3,9 +3,7 @@ known bug of the method, or an engine bug), a trained head never accepted, and v
 
 from __future__ import annotations
 
-import json
-
-from conftest import run_cli
+from conftest import check_log
 
 SPEC = ("(APIServer pid=1) INFO 05-01 14:{m:02d}:50 [metrics.py:101] SpecDecoding metrics: Mean acceptance length: "
         "{L:.2f}, Accepted throughput: 8.90 tokens/s, Drafted throughput: 97.50 tokens/s, Accepted: {a} tokens, "
@@ -19,12 +17,7 @@ def spec_lines(pp: tuple[float, ...], drafts: int, windows: int = 1) -> str:
                    for i in range(windows))
 
 
-def check(tmp_path, text: str, *extra: str) -> dict:
-    log = tmp_path / "vllm.log"
-    log.write_text(text)
-    proc = run_cli("check", "--log", str(log), *extra, "--format", "json")
-    assert proc.stdout.strip(), proc.stderr
-    return json.loads(proc.stdout)
+check = check_log
 
 
 def found(report: dict) -> dict[str, dict]:
