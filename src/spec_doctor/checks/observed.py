@@ -109,11 +109,21 @@ def _zero(ctx: Mapping[str, Any], ev: list[Evidence], conf: float, measured: str
                        "copy (or the drafter is not wired in)",
            DRAFT_MODEL: "a draft model that never agrees with the target does not share its tokenizer or family, "
                         "or is not run with the target's inputs"}.get(family or DRAFT_MODEL, "")
-    title = (f"Not one drafted token accepted{measured}: the lookup finds nothing to copy in this traffic"
-             if family == MODEL_FREE else f"Not one draft token accepted{measured}: the draft is broken, not weak")
+    if family == MODEL_FREE:
+        title, cat, sev = (f"Not one drafted token accepted{measured}: the lookup finds nothing to copy in this "
+                           "traffic", Category.LOW_ACCEPTANCE, Severity.WARNING)
+    elif family == HEAD:
+        # Like exact zeros after a well-accepted position (logs.acceptance.tail-zero): the engine or the checkpoint,
+        # not the quality of the draft.
+        title, cat, sev = (f"Not one draft token accepted from a head trained for the target{measured}: the head "
+                           "is not running as trained (checkpoint or engine), not weak", Category.ENGINE_BUG,
+                           Severity.WARNING)
+        conf = min(conf, 0.6)
+    else:
+        title, cat, sev = (f"Not one draft token accepted{measured}: the draft is broken or mismatched, not weak",
+                           Category.LOW_ACCEPTANCE, Severity.ERROR)
     return Finding(
-        "observed.acceptance.zero", Category.LOW_ACCEPTANCE, Severity.WARNING if family == MODEL_FREE else Severity.ERROR,
-        conf, title,
+        "observed.acceptance.zero", cat, sev, conf, title,
         tuple(ev + [Evidence("acceptance", why)]),
         Fix("Check that the draft matches the target (tokenizer, family, a head trained for this checkpoint, its "
             "weights present in the checkpoint) and that this vLLM release runs the method; until then serve without "
@@ -150,7 +160,7 @@ def _low(ctx: Mapping[str, Any], ev: list[Evidence], conf: float, sev: Severity,
 
 
 @check("observed.speed", categories=["spec-overhead", "low-acceptance", "high-temperature", "high-concurrency",
-                                     "target-too-small", "healthy"],
+                                     "target-too-small", "engine-bug", "healthy"],
        needs=["observed.figures"], wants=["config.deployment", "logs.acceptance", "logs.spec_overhead",
                                           "models.target"],
        findings={"observed.speed.costing": "measured: speculation is accepted yet slower than plain decoding",
@@ -251,7 +261,7 @@ def speed(facts: Mapping[str, Any]) -> list[Finding]:
         impact_score=impact, data=data)]
 
 
-@check("observed.acceptance", categories=["low-acceptance", "high-temperature", "healthy"],
+@check("observed.acceptance", categories=["low-acceptance", "high-temperature", "engine-bug", "healthy"],
        needs=["observed.figures"], wants=["config.deployment"],
        findings={"observed.acceptance.low": "acceptance below what the method normally reaches",
                  "observed.acceptance.hot": "low acceptance at a hot sampling temperature",

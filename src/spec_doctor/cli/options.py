@@ -75,7 +75,8 @@ AcceptanceOpt = Annotated[str | None, typer.Option(
 ConcurrencyOpt = Annotated[int | None, typer.Option(
     "--concurrency", help="Requests in flight during the measurement (bench --max-concurrency, batch size).")]
 KOpt = Annotated[int | None, typer.Option(
-    "--k", help="num_speculative_tokens of the measured run, when no --cmd/--config/log states it.")]
+    "--k", help="num_speculative_tokens of the measured run, to judge the measured figures (--cmd/--config/a log "
+                "give it too).")]
 
 # -- which checks, how long -------------------------------------------------------------------------
 OnlyOpt = Annotated[list[str], typer.Option("--only", help="Run only this check id or id prefix (repeatable).")]

@@ -237,11 +237,6 @@ def deployment(store: FactStore) -> DeploymentConfig:
     if inputs.temperature is not None:
         cfg.temperature = inputs.temperature
         cfg.sources["temperature"] = "--temperature"
-    k = inputs.observed.k
-    if k is not None and cfg.speculative is not None and cfg.speculative.num_speculative_tokens is None:
-        # --k states the K of the measured run where the command, config or log did not.
-        cfg.speculative.num_speculative_tokens = k
-        cfg.speculative.raw = {**(cfg.speculative.raw or {}), "num_speculative_tokens": k}
     return cfg
 
 
