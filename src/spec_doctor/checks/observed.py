@@ -45,7 +45,7 @@ def _context(facts: Mapping[str, Any]) -> dict[str, Any]:
                            "method_source": getattr(spec, "source", None) or "config"}
     ev: list[Evidence] = []
     k, k_src = fig.get("k"), "--k"
-    if k is None and getattr(spec, "num_speculative_tokens", None):
+    if k is None and spec is not None and spec.num_speculative_tokens:
         k, k_src = spec.num_speculative_tokens, spec.source or "config"
     rate, length, acc_src = fig.get("acceptance_rate"), fig.get("acceptance_length"), fig.get("acceptance_source")
     logged = [a for a in facts.get("logs.acceptance") or [] if (a.get("drafted") or 0) > 0]
@@ -243,7 +243,9 @@ def speed(facts: Mapping[str, Any]) -> list[Finding]:
         titles.append("a separate draft model: K extra forward passes of a second model every step")
         causes.append(Evidence(ctx["method_source"], "draft_model runs the draft model K times per step, with its "
                                                      "own KV cache, before the target verifies"))
-    accepted = {"good": f"acceptance is good ({j.why.split(':')[0]})", "unknown": "acceptance not stated"}[j.status]
+    accepted = {"good": f"acceptance is good ({j.why.split(':')[0]})",
+                "unknown": "acceptance is not known" if ctx["acceptance_source"] is None
+                else "acceptance cannot be judged without K"}[j.status]
     named = " (" + "; ".join(titles) + ")" if titles else ""
     cmds = cause_cmds + (["--speculative-config '{\"method\": \"eagle3\", \"model\": \"<EAGLE-3 head for the "
                           "target>\", \"num_speculative_tokens\": 3}'"] if family == DRAFT_MODEL else []) \
