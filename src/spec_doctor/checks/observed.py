@@ -63,9 +63,10 @@ def _context(facts: Mapping[str, Any]) -> dict[str, Any]:
             (", " if rate is not None and length is not None else "") + \
             (f"mean acceptance length {length:.2f}" if length is not None else "")
         ev.append(Evidence(acc_src, f"{shown}: {ctx['judgement'].why}"))
+    same = k is not None and k_src == ctx["method_source"]
     if ctx["method"]:
-        ev.append(Evidence(ctx["method_source"], f"method {ctx['method']}" + (f", K={k}" if k else "")))
-    elif k is not None:
+        ev.append(Evidence(ctx["method_source"], f"method {ctx['method']}" + (f", K={k}" if same else "")))
+    if k is not None and not (ctx["method"] and same):
         ev.append(Evidence(str(k_src), f"K={k}"))
     temp = getattr(dep, "temperature", None)
     ctx["temperature"] = float(temp) if isinstance(temp, (int, float)) else None
@@ -243,7 +244,7 @@ def speed(facts: Mapping[str, Any]) -> list[Finding]:
         titles.append("a separate draft model: K extra forward passes of a second model every step")
         causes.append(Evidence(ctx["method_source"], "draft_model runs the draft model K times per step, with its "
                                                      "own KV cache, before the target verifies"))
-    accepted = {"good": f"acceptance is good ({j.why.split(':')[0]})",
+    accepted = {"good": f"acceptance is good ({j.why.split(':')[0].split(' (')[0]})",
                 "unknown": "acceptance is not known" if ctx["acceptance_source"] is None
                 else "acceptance cannot be judged without K"}[j.status]
     named = " (" + "; ".join(titles) + ")" if titles else ""
@@ -258,7 +259,10 @@ def speed(facts: Mapping[str, Any]) -> list[Finding]:
         tuple(ev + causes),
         Fix(f"The per-step cost of drafting and verification{named} outweighs the accepted tokens: "
             + ("remove what makes the step expensive, " if cause_cmds else "")
-            + "use a cheaper drafter or a smaller K, or turn speculation off", tuple(cmds)),
+            + "use a cheaper drafter or a smaller K, or turn speculation off"
+            + (" (give --k: with K known, the stated acceptance tells whether the draft or the step's cost is at "
+               "fault)" if j.status == "unknown" and ctx["acceptance_source"] and not ctx["k"] else ""),
+            tuple(cmds)),
         impact=f"About {100 * loss:.0f} % more throughput without speculation in this configuration.",
         impact_score=impact, data=data)]
 

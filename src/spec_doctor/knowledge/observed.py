@@ -117,9 +117,9 @@ def verification_bound(concurrency: int, k: int | None, gpu: GpuSpec | None) -> 
     """(compute-bound?, why) for verifying concurrency x (K + 1) tokens per step (K unknown: K = 1, the least)."""
     tokens = concurrency * ((k or 1) + 1)
     ridge, name = (ridge_tokens(gpu), gpu.name) if gpu is not None else lowest_ridge()
-    k_txt = f"K={k}" if k else "K>=1"
-    where = f"{name}'s" if gpu is not None else f"the lowest of the known GPUs ({name})"
+    k_txt = f"{k} + 1" if k else "at least 1 + 1"
+    where = f"of the {name}" if gpu is not None else f"of the known GPU with the lowest one ({name}; GPU not given)"
     bound = tokens >= ridge
-    return bound, (f"{concurrency} requests x ({k_txt} + 1) = {tokens} tokens verified per step, "
-                   f"{'above' if bound else 'below'} {where} ridge point of ~{ridge:.0f} tokens "
-                   f"(compute = weight streaming)")
+    return bound, (f"{concurrency} request(s) x ({k_txt}) = {tokens} tokens verified per step, "
+                   f"{'at or above' if bound else 'below'} the roofline ridge point {where}, ~{ridge:.0f} tokens "
+                   f"(where compute time equals weight streaming)")
