@@ -18,18 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_cli
+from conftest import REPO, one_error_line, run_cli
 
 SCEN = REPO / "fixtures" / "vllm-cpu" / "scenarios"
 HEALTHY = SCEN / "healthy"
 
 
-def _one_error_line(proc: subprocess.CompletedProcess) -> str:
-    assert proc.returncode == 2, (proc.returncode, proc.stdout[-500:], proc.stderr[-500:])
-    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("spec-doctor: error: "), proc.stderr
-    assert "Traceback" not in proc.stderr
-    return lines[0]
+_one_error_line = one_error_line
 
 
 # -- special files and size caps ---------------------------------------------------------------------------------
