@@ -175,3 +175,24 @@ def test_acceptance_that_cannot_be_judged_says_nothing():
 
 def test_acceptance_check_leaves_a_measured_speed_to_observed_speed():
     assert _run(acceptance, dep=_dep(), throughput="0.7x", acceptance="10%") == []
+
+
+def test_the_metrics_acceptance_is_used_when_none_is_stated():
+    from types import SimpleNamespace
+
+    engine = SimpleNamespace(num_drafts=4000, num_draft_tokens=12000, acceptance_rate=0.8,
+                             mean_acceptance_length=3.4, num_spec_positions=3, legacy_v0=False)
+    window = SimpleNamespace(window_label="http://127.0.0.1:8000/metrics (30 s)", engines={("0", "m"): engine})
+    facts = {"observed.figures": _figures(throughput="0.8x"), "config.deployment": _dep(method="eagle3", k=None),
+             "logs.acceptance": None, "metrics.deltas": [window], "logs.spec_overhead": None, "models.target": None}
+    f = _one(speed.fn(facts))
+    assert f.category.value == "spec-overhead" and "acceptance is good" in f.title
+    assert any(e.source.startswith("http://127.0.0.1:8000/metrics") for e in f.evidence) and f.data["k"] == 3
+
+
+def test_a_moe_target_stays_memory_bound_where_a_dense_one_turns_compute_bound():
+    moe = ModelInfo(role="target", ref="org/Big-80B-A3B", path=None, resolved="name-only", source="--target",
+                    param_count=int(80e9), active_param_count=int(3e9), param_source="name", param_confidence=0.8)
+    args = dict(dep=_dep(method="mtp", k=2), throughput="0.85x", acceptance="80%", concurrency=128, gpu="H100")
+    assert _one(_run(target=_target(int(70e9)), **args)).category.value == "high-concurrency"
+    assert _one(_run(target=moe, **args)).category.value == "spec-overhead"

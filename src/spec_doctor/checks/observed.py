@@ -48,12 +48,12 @@ def _context(facts: Mapping[str, Any]) -> dict[str, Any]:
     if k is None and spec is not None and spec.num_speculative_tokens:
         k, k_src = spec.num_speculative_tokens, spec.source or "config"
     rate, length, acc_src = fig.get("acceptance_rate"), fig.get("acceptance_length"), fig.get("acceptance_source")
-    logged = [a for a in facts.get("logs.acceptance") or [] if (a.get("drafted") or 0) > 0]
-    if rate is None and length is None and logged:
-        best = max(logged, key=lambda a: a.get("drafted") or 0)
-        rate, length, acc_src = best.get("acceptance_rate"), best.get("mean_acceptance_length"), str(best["source"])
-        if k is None and best.get("k"):
-            k, k_src = best["k"], str(best["source"])
+    if rate is None and length is None:
+        seen = _run_acceptance(facts)
+        if seen is not None:
+            rate, length, acc_src, seen_k = seen
+            if k is None and seen_k:
+                k, k_src = seen_k, acc_src
     if k is None and rate is not None and length is not None and rate > 0:
         k = max(1, round((length - 1) / rate))
     ctx.update(k=k, k_source=k_src if k is not None else None, rate=rate, length=length, acceptance_source=acc_src)
@@ -77,6 +77,33 @@ def _context(facts: Mapping[str, Any]) -> dict[str, Any]:
     ctx["target"] = target if getattr(target, "param_count", None) else None
     ctx["evidence"] = ev
     return ctx
+
+
+def _run_acceptance(facts: Mapping[str, Any]) -> tuple[float | None, float | None, str, int | None] | None:
+    """(rate, mean acceptance length, source, K) of the run itself when no acceptance was stated: the /metrics
+    window (at least min_drafts drafts) or log stream with the most drafted tokens."""
+    best: tuple[float, tuple[float | None, float | None, str, int | None]] | None = None
+    for w in facts.get("metrics.deltas") or []:
+        for d in w.engines.values():
+            n = d.num_draft_tokens or 0
+            if not d.legacy_v0 and (d.num_drafts or 0) >= threshold("min_drafts") and (best is None or n > best[0]):
+                best = (n, (d.acceptance_rate, d.mean_acceptance_length, w.window_label,
+                            d.num_spec_positions or None))
+    for a in facts.get("logs.acceptance") or []:
+        n = a.get("drafted") or 0
+        if n > 0 and (best is None or n > best[0]):
+            best = (n, (a.get("acceptance_rate"), a.get("mean_acceptance_length"), str(a["source"]), a.get("k")))
+    return best[1] if best else None
+
+
+def _bytes_per_active_param(target: Any) -> float:
+    """Weight bytes per parameter a token computes with (2.0, dense bf16, when the target's files do not say)."""
+    params = getattr(target, "param_count", None)
+    active = getattr(target, "active_param_count", None) or params
+    if not params or not active:
+        return 2.0
+    weights = getattr(target, "weight_bytes", None) or 2.0 * params
+    return float(weights) / float(active)
 
 
 def _lower_k(spec: Any, k: int | None) -> list[str]:
@@ -162,8 +189,8 @@ def _low(ctx: Mapping[str, Any], ev: list[Evidence], conf: float, sev: Severity,
 
 @check("observed.speed", categories=["spec-overhead", "low-acceptance", "high-temperature", "high-concurrency",
                                      "target-too-small", "engine-bug", "healthy"],
-       needs=["observed.figures"], wants=["config.deployment", "logs.acceptance", "logs.spec_overhead",
-                                          "models.target"],
+       needs=["observed.figures"], wants=["config.deployment", "logs.acceptance", "metrics.deltas",
+                                          "logs.spec_overhead", "models.target"],
        findings={"observed.speed.costing": "measured: speculation is accepted yet slower than plain decoding",
                  "observed.speed.compute-bound": "measured: slower at a concurrency where verification is "
                                                  "compute-bound",
@@ -209,7 +236,7 @@ def speed(facts: Mapping[str, Any]) -> list[Finding]:
         return [_low(ctx, ev, _confidence(fig, loss, 1.0 if ctx["k"] else 0.85), sev, measured, data)]
     conc = fig.get("concurrency")
     if conc:
-        bound, why = verification_bound(conc, ctx["k"], fig.get("gpu"))
+        bound, why = verification_bound(conc, ctx["k"], fig.get("gpu"), _bytes_per_active_param(ctx["target"]))
         gpu_ev = Evidence(str(fig.get("gpu_source") or "GPU not known"), why)
         if bound:
             return [Finding(

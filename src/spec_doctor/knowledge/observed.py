@@ -113,10 +113,15 @@ def lowest_ridge() -> tuple[float, str]:
     return best
 
 
-def verification_bound(concurrency: int, k: int | None, gpu: GpuSpec | None) -> tuple[bool, str]:
-    """(compute-bound?, why) for verifying concurrency x (K + 1) tokens per step (K unknown: K = 1, the least)."""
+def verification_bound(concurrency: int, k: int | None, gpu: GpuSpec | None,
+                       bytes_per_active_param: float = 2.0) -> tuple[bool, str]:
+    """(compute-bound?, why) for verifying concurrency x (K + 1) tokens per step (K unknown: K = 1, the least).
+    ``bytes_per_active_param``: weight bytes streamed per step over the parameters a token uses (2 for a dense bf16
+    target; more for a MoE, whose every expert is streamed while a token computes with a few, so its ridge is
+    further out)."""
     tokens = concurrency * ((k or 1) + 1)
     ridge, name = (ridge_tokens(gpu), gpu.name) if gpu is not None else lowest_ridge()
+    ridge *= max(0.25, bytes_per_active_param) / 2.0
     k_txt = f"{k} + 1" if k else "at least 1 + 1"
     where = f"of the {name}" if gpu is not None else f"of the known GPU with the lowest one ({name}; GPU not given)"
     bound = tokens >= ridge
