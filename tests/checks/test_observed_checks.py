@@ -196,3 +196,23 @@ def test_a_moe_target_stays_memory_bound_where_a_dense_one_turns_compute_bound()
     args = dict(dep=_dep(method="mtp", k=2), throughput="0.85x", acceptance="80%", concurrency=128, gpu="H100")
     assert _one(_run(target=_target(int(70e9)), **args)).category.value == "high-concurrency"
     assert _one(_run(target=moe, **args)).category.value == "spec-overhead"
+
+
+def test_a_v0_fallback_release_is_named_as_the_step_cost():
+    from packaging.version import Version
+
+    from spec_doctor.engine.facts import Sourced
+
+    facts = {"observed.figures": _figures(throughput="0.8x", acceptance="70%"), "logs.spec_overhead": None,
+             "config.deployment": _dep(method="draft_model", k=3), "logs.acceptance": None, "models.target": None,
+             "vllm.version": Sourced(Version("0.8.5"), "--vllm-version")}
+    f = _one(speed.fn(facts))
+    assert f.category.value == "spec-overhead" and "V0 engine fallback" in f.fix.summary
+    assert any("V0 engine" in e.detail for e in f.evidence)
+    facts["vllm.version"] = Sourced(Version("0.20.0"), "--vllm-version")
+    assert "V0" not in _one(speed.fn(facts)).fix.summary
+
+
+def test_zero_acceptance_is_reported_whatever_the_speed():
+    f = _one(_run(dep=_dep(method="draft_model", k=3), throughput="1.0x", acceptance="0%"))
+    assert f.id == "observed.acceptance.zero" and "1.00x measured" in f.title

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from packaging.version import Version
+
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge.data import threshold
@@ -25,6 +27,7 @@ from spec_doctor.knowledge.deployment import speculative_config_flag
 from spec_doctor.knowledge.models import DRAFT_MODEL, HEAD, MODEL_FREE, knowledge, method_family
 from spec_doctor.knowledge.observed import AcceptanceJudgement, judge_acceptance, speed_verdict, verification_bound
 from spec_doctor.knowledge.overhead import overhead_causes
+from spec_doctor.knowledge.specdata import method_support
 from spec_doctor.knowledge.temperature import HOT_TEMPERATURE
 
 _OFF = "remove --speculative-config (plain decoding)"
@@ -104,6 +107,18 @@ def _bytes_per_active_param(target: Any) -> float:
         return 2.0
     weights = getattr(target, "weight_bytes", None) or 2.0 * params
     return float(weights) / float(active)
+
+
+def _v0_fallback(method: str | None, version: Any) -> Evidence | None:
+    """The release runs this method only on its slower V0 engine (knowledge/data/methods.toml v0-fallback)."""
+    value = getattr(version, "value", version)
+    if not method or value is None or not isinstance(value, Version):
+        return None
+    support = method_support(method, value)
+    if support.status != "v0-fallback":
+        return None
+    return Evidence(support.source, f"vLLM {value} runs {support.label} on the V0 engine: "
+                                    f"\"{support.row.get('message', '')}\"")
 
 
 def _lower_k(spec: Any, k: int | None) -> list[str]:
@@ -190,7 +205,7 @@ def _low(ctx: Mapping[str, Any], ev: list[Evidence], conf: float, sev: Severity,
 @check("observed.speed", categories=["spec-overhead", "low-acceptance", "high-temperature", "high-concurrency",
                                      "target-too-small", "engine-bug", "healthy"],
        needs=["observed.figures"], wants=["config.deployment", "logs.acceptance", "metrics.deltas",
-                                          "logs.spec_overhead", "models.target"],
+                                          "logs.spec_overhead", "models.target", "vllm.version"],
        findings={"observed.speed.costing": "measured: speculation is accepted yet slower than plain decoding",
                  "observed.speed.compute-bound": "measured: slower at a concurrency where verification is "
                                                  "compute-bound",
@@ -214,6 +229,12 @@ def speed(facts: Mapping[str, Any]) -> list[Finding]:
     data: dict[str, Any] = {"measured_speedup": round(s, 4), "how": fig["how"], "k": ctx["k"],
                             "method": ctx["method"], "acceptance": ctx["judgement"].status,
                             "concurrency": fig.get("concurrency")}
+    j: AcceptanceJudgement = ctx["judgement"]
+    if j.status == "zero":  # whatever the speed: a draft that never accepts cannot be what makes a run pay
+        loss = max(0.0, 1.0 - s)
+        return [_zero(ctx, ev, _confidence(fig, max(loss, 0.25)),
+                      f" ({s:.2f}x measured)" if verdict != "costing" else
+                      f" and the run is {100 * loss:.0f} % slower with speculation ({s:.2f}x measured)")]
     if verdict == "paying":
         return [Finding("observed.speed.paying", Category.HEALTHY, Severity.INFO,
                         _confidence(fig, s - 1), f"Speculation pays off: {s:.2f}x measured "
@@ -229,9 +250,6 @@ def speed(facts: Mapping[str, Any]) -> list[Finding]:
     sev = Severity.ERROR if loss >= threshold("observed_loss_error") else Severity.WARNING
     measured = f" and the run is {100 * loss:.0f} % slower with speculation ({s:.2f}x measured)"
     impact = min(1.0, 0.5 + loss)
-    j: AcceptanceJudgement = ctx["judgement"]
-    if j.status == "zero":
-        return [_zero(ctx, ev, _confidence(fig, loss), measured)]
     if j.status == "low":
         return [_low(ctx, ev, _confidence(fig, loss, 1.0 if ctx["k"] else 0.85), sev, measured, data)]
     conc = fig.get("concurrency")
@@ -267,6 +285,10 @@ def speed(facts: Mapping[str, Any]) -> list[Finding]:
             data=data)]
     causes, cause_cmds, titles = overhead_causes(ctx["dep"], facts.get("logs.spec_overhead"))
     family = method_family(ctx["method"])
+    fallback = _v0_fallback(ctx["method"], facts.get("vllm.version"))
+    if fallback is not None:
+        titles.append("the V0 engine fallback")
+        causes.append(fallback)
     if family == DRAFT_MODEL:
         titles.append("a separate draft model: K extra forward passes of a second model every step")
         causes.append(Evidence(ctx["method_source"], "draft_model runs the draft model K times per step, with its "
