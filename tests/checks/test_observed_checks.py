@@ -216,3 +216,13 @@ def test_a_v0_fallback_release_is_named_as_the_step_cost():
 def test_zero_acceptance_is_reported_whatever_the_speed():
     f = _one(_run(dep=_dep(method="draft_model", k=3), throughput="1.0x", acceptance="0%"))
     assert f.id == "observed.acceptance.zero" and "1.00x measured" in f.title
+
+
+def test_loss_at_a_hot_temperature_without_acceptance_is_high_temperature():
+    f = _one(_run(dep=_dep(method="mtp", k=2, temperature=1.0), throughput="0.8x"))
+    assert f.category.value == "high-temperature" and "not known" in f.title
+    cool = _one(_run(dep=_dep(method="mtp", k=2, temperature=0.0), throughput="0.8x"))
+    assert cool.category.value == "spec-overhead"
+    # Good acceptance at a hot temperature: sampling is not what costs.
+    good = _one(_run(dep=_dep(method="mtp", k=2, temperature=1.0), throughput="0.8x", acceptance="85%"))
+    assert good.category.value == "spec-overhead"

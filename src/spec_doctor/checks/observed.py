@@ -5,7 +5,8 @@ temperature, the concurrency of the measurement, the target's size, the GPU, the
 
 A measured net loss is diagnosed by what the rest says about it, in this order: a draft that never accepts is
 broken; acceptance below what the method normally reaches (knowledge/observed.py) is `low-acceptance`, or
-`high-temperature` when the traffic samples hot; verification turned compute-bound at the measured concurrency is
+`high-temperature` when the traffic samples hot (also when no acceptance is known: hot sampling lowers it whatever
+the draft); verification turned compute-bound at the measured concurrency is
 `high-concurrency`; a target below the size where speculation pays is `target-too-small`; otherwise the draft is
 accepted and each speculative step still costs more than it gains: `spec-overhead`, with what makes the step
 expensive. A measured gain is a healthy note; a ratio within run-to-run noise of 1 is an honest break-even note.
@@ -180,9 +181,10 @@ def _low(ctx: Mapping[str, Any], ev: list[Evidence], conf: float, sev: Severity,
     j: AcceptanceJudgement = ctx["judgement"]
     temp = ctx["temperature"]
     if temp is not None and temp >= HOT_TEMPERATURE:
+        what = "Acceptance is low" if j.status == "low" else "Acceptance is not known"
         return Finding(
             "observed.acceptance.hot", Category.HIGH_TEMPERATURE, sev, conf,
-            f"Acceptance is low at temperature {temp:g}{measured}: sampling, not the draft, is the first suspect",
+            f"{what} at temperature {temp:g}{measured}: sampling, not the draft, is the first suspect",
             tuple(ev), Fix("vLLM drafts greedily and accepts a draft token with the target's probability of it, so "
                            "hot sampling lowers acceptance whatever the draft: measure at temperature 0 on the same "
                            "prompts; sample cooler, or serve hot traffic without speculation",
@@ -252,6 +254,10 @@ def speed(facts: Mapping[str, Any]) -> list[Finding]:
     impact = min(1.0, 0.5 + loss)
     if j.status == "low":
         return [_low(ctx, ev, _confidence(fig, loss, 1.0 if ctx["k"] else 0.85), sev, measured, data)]
+    hot = ctx["temperature"] is not None and ctx["temperature"] >= HOT_TEMPERATURE
+    if j.status == "unknown" and hot:
+        # Hot sampling lowers acceptance whatever the draft: with no acceptance to say otherwise, it comes first.
+        return [_low(ctx, ev, _confidence(fig, loss, 0.75), sev, measured, data)]
     conc = fig.get("concurrency")
     if conc:
         bound, why = verification_bound(conc, ctx["k"], fig.get("gpu"), _bytes_per_active_param(ctx["target"]))
