@@ -226,3 +226,10 @@ def test_loss_at_a_hot_temperature_without_acceptance_is_high_temperature():
     # Good acceptance at a hot temperature: sampling is not what costs.
     good = _one(_run(dep=_dep(method="mtp", k=2, temperature=1.0), throughput="0.8x", acceptance="85%"))
     assert good.category.value == "spec-overhead"
+
+
+def test_an_acceptance_length_beyond_the_configured_k_is_not_judged():
+    # AL 3.5 cannot come from K=2 (at most 3 tokens per step): the measured run used another K.
+    assert _run(acceptance, dep=_dep(method="eagle3", k=2), acceptance="AL=3.5") == []
+    f = _one(_run(dep=_dep(method="eagle3", k=2), throughput="0.8x", acceptance="AL=3.5"))
+    assert any("did not use K=2" in e.detail for e in f.evidence)

@@ -195,12 +195,13 @@ def _low(ctx: Mapping[str, Any], ev: list[Evidence], conf: float, sev: Severity,
     k = ctx["k"]
     return Finding(
         "observed.acceptance.low", Category.LOW_ACCEPTANCE, sev, conf,
-        f"Acceptance is below what {ctx['method'] or 'the draft'} normally reaches{measured}",
+        f"Acceptance is below what {ctx['method'] or 'the draft'} normally reaches "
+        f"({j.shown}){measured}",
         tuple(ev), Fix("Use a drafter that matches the target and the workload (same family, an EAGLE-3/MTP head "
                        "trained for this checkpoint), or a smaller K; otherwise serve without speculation",
                        tuple(["spec-doctor check --probe offline --target MODEL --draft DRAFT"]
                              + _lower_k(ctx["spec"], k) + [_OFF])),
-        impact=f"Each step yields {j.why.split(':')[0]}: too few tokens to pay for drafting and verification.",
+        impact=f"Each step yields too few tokens ({j.shown}) to pay for drafting and verification.",
         impact_score=0.8, data=data)
 
 
@@ -299,7 +300,7 @@ def speed(facts: Mapping[str, Any]) -> list[Finding]:
         titles.append("a separate draft model: K extra forward passes of a second model every step")
         causes.append(Evidence(ctx["method_source"], "draft_model runs the draft model K times per step, with its "
                                                      "own KV cache, before the target verifies"))
-    accepted = {"good": f"acceptance is good ({j.why.split(':')[0].split(' (')[0]})",
+    accepted = {"good": f"acceptance is good ({j.shown})",
                 "unknown": "acceptance is not known" if ctx["acceptance_source"] is None
                 else "acceptance cannot be judged without K"}[j.status]
     named = " (" + "; ".join(titles) + ")" if titles else ""
@@ -347,6 +348,7 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
         return [_low(ctx, ev, base, Severity.WARNING, "", data)]
     if j.status == "good":
         return [Finding("observed.acceptance.ok", Category.HEALTHY, Severity.INFO, base,
-                        f"Acceptance is within what {ctx['method'] or 'the draft'} normally reaches", tuple(ev),
+                        f"Acceptance is within what {ctx['method'] or 'the draft'} normally reaches "
+                        f"({j.shown})", tuple(ev),
                         data=data)]
     return []

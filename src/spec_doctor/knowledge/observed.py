@@ -15,7 +15,7 @@ acceptance is what the speculation method normally reaches.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from spec_doctor.knowledge.acceptance import alpha_from_acceptance_length, cost_ratios
 from spec_doctor.knowledge.data import load, threshold
@@ -46,18 +46,31 @@ class AcceptanceJudgement:
     why: str  # one line, for evidence
     alpha: float | None = None  # per-token acceptance when K is known
     breakeven_length: float | None = None  # 1 + K c at a typical draft cost, when K is known
+    shown: str = ""  # the figure in a few words, for titles ("1.90 tokens/step at K=3", "acceptance 87 %")
 
 
 def judge_acceptance(rate: float | None, length: float | None, k: int | None, method: str | None) -> AcceptanceJudgement:
     """Is a stated acceptance (rate or mean acceptance length) what the method normally reaches at this K?"""
     if rate is None and length is None:
         return AcceptanceJudgement("unknown", "no acceptance figure")
+    if k is not None and (rate is None or rate > 0):
+        al = length if length is not None else 1.0 + float(rate or 0.0) * k
+        brief = f"{min(max(al, 1.0), k + 1.0):.2f} tokens/step at K={k}"
+    else:
+        brief = f"acceptance {100 * rate:.0f} %" if rate is not None else f"{float(length or 1.0):.2f} tokens/step"
+    return replace(_judge(rate, length, k, method), shown=brief)
+
+
+def _judge(rate: float | None, length: float | None, k: int | None, method: str | None) -> AcceptanceJudgement:
     if (rate is not None and rate == 0.0) or (length is not None and length == 1.0):
         return AcceptanceJudgement("zero", "not one draft token accepted")
     family = method_family(method)
     floor = alpha_floor(method)
     _, c_typ = cost_ratios(method)
     name = method or "a draft model (method not stated)"
+    if k is not None and length is not None and length > k + 1 + 1e-9:
+        return AcceptanceJudgement("unknown", f"{length:.2f} tokens/step is more than K + 1 = {k + 1}: the measured "
+                                              f"run did not use K={k} (give its K with --k)")
     if k is not None:
         al = length if length is not None else 1.0 + float(rate or 0.0) * k
         al = min(max(al, 1.0), k + 1.0)
