@@ -53,7 +53,7 @@ def judge_acceptance(rate: float | None, length: float | None, k: int | None, me
     """Is a stated acceptance (rate or mean acceptance length) what the method normally reaches at this K?"""
     if rate is None and length is None:
         return AcceptanceJudgement("unknown", "no acceptance figure")
-    if k is not None and (rate is None or rate > 0):
+    if k is not None and (rate is None or rate > 0) and (length is None or length <= k + 1 + 1e-9):
         al = length if length is not None else 1.0 + float(rate or 0.0) * k
         brief = f"{min(max(al, 1.0), k + 1.0):.2f} tokens/step at K={k}"
     else:
