@@ -34,8 +34,10 @@ def _run(fn=speed, dep=None, target=None, logs=None, gpu=None, **given):
 
 
 def _one(out):
-    assert len(out) == 1, [f.id for f in out]
-    return out[0]
+    """The one diagnosis of a run (a K beyond the optimum is a second finding of its own, tested below)."""
+    main = [f for f in out if f.id != "observed.k-too-large"]
+    assert len(main) == 1, [f.id for f in out]
+    return main[0]
 
 
 # -- measured gain, break-even, loss -----------------------------------------------------------------------------
@@ -233,3 +235,27 @@ def test_an_acceptance_length_beyond_the_configured_k_is_not_judged():
     assert _run(acceptance, dep=_dep(method="eagle3", k=2), acceptance="AL=3.5") == []
     f = _one(_run(dep=_dep(method="eagle3", k=2), throughput="0.8x", acceptance="AL=3.5"))
     assert any("did not use K=2" in e.detail for e in f.evidence)
+
+
+# -- K beyond the optimum for the stated acceptance ----------------------------------------------------------------
+
+def _k_large(out):
+    return [f for f in out if f.id == "observed.k-too-large"]
+
+
+def test_k_far_beyond_the_optimum_for_the_stated_acceptance():
+    (f,) = _k_large(_run(acceptance, dep=_dep(method="draft_model", k=7), acceptance="27%"))
+    assert f.category.value == "k-too-large" and f.data["best_k"] < 7
+    assert any("num_speculative_tokens\": %d" % f.data["best_k"] in c for c in f.fix.commands)
+    # the same acceptance with a measured speed: a second finding next to the speed diagnosis
+    assert _k_large(_run(dep=_dep(method="draft_model", k=7), throughput="1.2x", acceptance="27%"))
+
+
+def test_k_near_the_optimum_is_no_alarm():
+    assert not _k_large(_run(acceptance, dep=_dep(method="mtp", k=2), acceptance="87%"))
+    assert not _k_large(_run(acceptance, dep=_dep(method="eagle3", k=3), acceptance="60%"))
+
+
+def test_block_parallel_and_lookup_drafters_are_not_held_to_the_per_token_model():
+    assert not _k_large(_run(acceptance, dep=_dep(method="dflash", k=15), acceptance="30%"))
+    assert not _k_large(_run(acceptance, dep=_dep(method="ngram", k=7), acceptance="27%"))

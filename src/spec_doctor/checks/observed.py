@@ -26,7 +26,13 @@ from spec_doctor.engine.registry import check
 from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
 from spec_doctor.knowledge.models import DRAFT_MODEL, HEAD, MODEL_FREE, knowledge, method_family
-from spec_doctor.knowledge.observed import AcceptanceJudgement, judge_acceptance, speed_verdict, verification_bound
+from spec_doctor.knowledge.observed import (
+    AcceptanceJudgement,
+    judge_acceptance,
+    k_excess,
+    speed_verdict,
+    verification_bound,
+)
 from spec_doctor.knowledge.overhead import overhead_causes
 from spec_doctor.knowledge.specdata import method_support
 from spec_doctor.knowledge.temperature import HOT_TEMPERATURE
@@ -122,6 +128,35 @@ def _v0_fallback(method: str | None, version: Any) -> Evidence | None:
                                     f"\"{support.row.get('message', '')}\"")
 
 
+def _k_too_large(ctx: Mapping[str, Any], conf: float) -> list[Finding]:
+    """A K beyond the optimum for the per-token acceptance the stated (or logged) acceptance implies."""
+    j: AcceptanceJudgement = ctx["judgement"]
+    k = ctx["k"]
+    if j.alpha is None or not k:
+        return []
+    ex = k_excess(j.alpha, k, ctx["method"])
+    if ex is None:
+        return []
+    lost = 1.0 - ex.speedup_at_k / ex.best_speedup
+    return [Finding(
+        "observed.k-too-large", Category.K_TOO_LARGE, Severity.WARNING if lost >= 0.2 else Severity.INFO,
+        round(min(0.8, conf * (0.8 + lost)), 3),
+        f"K={k} is beyond the optimum for this acceptance: K={ex.best_k} would give ~{100 * lost:.0f} % more "
+        f"(per-token acceptance {j.alpha:.2f})",
+        (Evidence(str(ctx["acceptance_source"] or ctx["k_source"]), f"{j.shown}: per-token acceptance {j.alpha:.2f}"),
+         Evidence("https://arxiv.org/abs/2211.17192", f"modelled speedup (1 - a^(K+1)) / ((1 - a)(K c + 1)) at "
+                                                      f"c={ex.c:g}: {ex.speedup_at_k:.2f}x at K={k}, "
+                                                      f"{ex.best_speedup:.2f}x at best")),
+        Fix(f"Lower num_speculative_tokens to about {ex.best_k}: the positions beyond it are mostly rejected, yet "
+            "every one is drafted and verified each step", tuple(_lower_k_to(ctx["spec"], ex.best_k))),
+        impact=f"About {100 * lost:.0f} % more throughput at the same acceptance (modelled).",
+        impact_score=min(1.0, 0.3 + lost), data={"k": k, "best_k": ex.best_k, "alpha": round(j.alpha, 4)})]
+
+
+def _lower_k_to(spec: Any, k: int) -> list[str]:
+    return [speculative_config_flag(spec, k)] if spec is not None else []
+
+
 def _lower_k(spec: Any, k: int | None) -> list[str]:
     return [speculative_config_flag(spec, max(1, k // 2))] if spec is not None and k and k > 1 else []
 
@@ -206,7 +241,7 @@ def _low(ctx: Mapping[str, Any], ev: list[Evidence], conf: float, sev: Severity,
 
 
 @check("observed.speed", categories=["spec-overhead", "low-acceptance", "high-temperature", "high-concurrency",
-                                     "target-too-small", "engine-bug", "healthy"],
+                                     "target-too-small", "engine-bug", "k-too-large", "healthy"],
        needs=["observed.figures"], wants=["config.deployment", "logs.acceptance", "metrics.deltas",
                                           "logs.spec_overhead", "models.target", "vllm.version"],
        findings={"observed.speed.costing": "measured: speculation is accepted yet slower than plain decoding",
@@ -217,7 +252,8 @@ def _low(ctx: Mapping[str, Any], ev: list[Evidence], conf: float, sev: Severity,
                  "observed.acceptance.hot": "low acceptance at a hot sampling temperature",
                  "observed.acceptance.zero": "not one draft token accepted: the draft is broken",
                  "observed.speed.even": "measured: speculation breaks even (within run-to-run noise)",
-                 "observed.speed.paying": "measured: speculation pays off"},
+                 "observed.speed.paying": "measured: speculation pays off",
+                 "observed.k-too-large": "K beyond the optimum for the acceptance stated"},
        sources=_SOURCES)
 def speed(facts: Mapping[str, Any]) -> list[Finding]:
     """The measured speedup of speculation (--throughput WITH:WITHOUT or RATIOx, --latency WITH:WITHOUT), diagnosed
@@ -238,23 +274,24 @@ def speed(facts: Mapping[str, Any]) -> list[Finding]:
         return [_zero(ctx, ev, _confidence(fig, max(loss, 0.25)),
                       f" ({s:.2f}x measured)" if verdict != "costing" else
                       f" and the run is {100 * loss:.0f} % slower with speculation ({s:.2f}x measured)")]
+    k_large = _k_too_large(ctx, 0.6)
     if verdict == "paying":
         return [Finding("observed.speed.paying", Category.HEALTHY, Severity.INFO,
                         _confidence(fig, s - 1), f"Speculation pays off: {s:.2f}x measured "
-                        f"({100 * (s - 1):.0f} % faster than without it)", tuple(ev), data=data)]
+                        f"({100 * (s - 1):.0f} % faster than without it)", tuple(ev), data=data)] + k_large
     if verdict == "even":
         return [Finding("observed.speed.even", Category.SPEC_OVERHEAD, Severity.INFO, 0.5,
                         f"Speculation breaks even: {s:.2f}x measured, within the "
                         f"+-{100 * threshold('observed_even_band'):.0f} % run-to-run noise of identical runs",
                         tuple(ev), Fix("Keep it only if it pays on your own traffic; a smaller K or a cheaper "
                                        "drafter may tip it", tuple(_lower_k(ctx["spec"], ctx["k"]) + [_OFF])),
-                        impact="Within noise of plain decoding.", impact_score=0.3, data=data)]
+                        impact="Within noise of plain decoding.", impact_score=0.3, data=data)] + k_large
     loss = 1.0 - s
     sev = Severity.ERROR if loss >= threshold("observed_loss_error") else Severity.WARNING
     measured = f" and the run is {100 * loss:.0f} % slower with speculation ({s:.2f}x measured)"
     impact = min(1.0, 0.5 + loss)
     if j.status == "low":
-        return [_low(ctx, ev, _confidence(fig, loss, 1.0 if ctx["k"] else 0.85), sev, measured, data)]
+        return [_low(ctx, ev, _confidence(fig, loss, 1.0 if ctx["k"] else 0.85), sev, measured, data)] + k_large
     hot = ctx["temperature"] is not None and ctx["temperature"] >= HOT_TEMPERATURE
     if j.status == "unknown" and hot:
         # Hot sampling lowers acceptance whatever the draft: with no acceptance to say otherwise, it comes first.
@@ -320,15 +357,17 @@ def speed(facts: Mapping[str, Any]) -> list[Finding]:
                "fault)" if j.status == "unknown" and ctx["acceptance_source"] and not ctx["k"] else ""),
             tuple(cmds)),
         impact=f"About {100 * loss:.0f} % more throughput without speculation in this configuration.",
-        impact_score=impact, data=data)]
+        impact_score=impact, data=data)] + k_large
 
 
-@check("observed.acceptance", categories=["low-acceptance", "high-temperature", "engine-bug", "healthy"],
+@check("observed.acceptance", categories=["low-acceptance", "high-temperature", "engine-bug", "k-too-large",
+                                          "healthy"],
        needs=["observed.figures"], wants=["config.deployment"],
        findings={"observed.acceptance.low": "acceptance below what the method normally reaches",
                  "observed.acceptance.hot": "low acceptance at a hot sampling temperature",
                  "observed.acceptance.zero": "not one draft token accepted: the draft is broken",
-                 "observed.acceptance.ok": "acceptance within what the method normally reaches"},
+                 "observed.acceptance.ok": "acceptance within what the method normally reaches",
+                 "observed.k-too-large": "K beyond the optimum for the acceptance stated"},
        sources=_SOURCES)
 def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
     """A stated acceptance (--acceptance 87% | 0.87 | AL=2.3) with no measured speed: judged against what the method
@@ -345,10 +384,10 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
     if j.status == "zero":
         return [_zero(ctx, ev, base, "")]
     if j.status == "low":
-        return [_low(ctx, ev, base, Severity.WARNING, "", data)]
+        return [_low(ctx, ev, base, Severity.WARNING, "", data)] + _k_too_large(ctx, base)
     if j.status == "good":
         return [Finding("observed.acceptance.ok", Category.HEALTHY, Severity.INFO, base,
                         f"Acceptance is within what {ctx['method'] or 'the draft'} normally reaches "
                         f"({j.shown})", tuple(ev),
-                        data=data)]
+                        data=data)] + _k_too_large(ctx, base)
     return []

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from spec_doctor.knowledge.acceptance import alpha_from_acceptance_length, cost_ratios
-from spec_doctor.knowledge.data import load, threshold
+from spec_doctor.knowledge.acceptance import alpha_from_acceptance_length, cost_ratios, optimal_k, speedup_alpha
+from spec_doctor.knowledge.data import load, threshold, thresholds
 from spec_doctor.knowledge.models import DRAFT_MODEL, HEAD, MODEL_FREE, method_family
 from spec_doctor.knowledge.speedup import GpuSpec, efficiency
 
@@ -106,6 +106,32 @@ def _judge(rate: float | None, length: float | None, k: int | None, method: str 
                                            f"{lower:.2f}, at or above the {floor:.2f} {name} normally reaches")
     return AcceptanceJudgement("unknown", f"{length:.2f} tokens/step: K not stated, so the per-token acceptance "
                                           "cannot be told")
+
+
+@dataclass(frozen=True)
+class KExcess:
+    best_k: int
+    speedup_at_k: float
+    best_speedup: float
+    c: float
+
+
+def k_excess(alpha: float, k: int, method: str | None) -> KExcess | None:
+    """K beyond the optimum for this per-token acceptance (Leviathan's speedup model at a typical draft cost c):
+    its modelled speedup more than ``observed_k_excess`` below the best K's. None when K is fine, for a lookup
+    drafter (drafting costs ~nothing, so the model has no optimum worth naming) and for a block-parallel drafter
+    within its block (it drafts the whole block in one pass; thresholds.toml block_parallel_k_max)."""
+    if method_family(method) == MODEL_FREE or not 0.0 < alpha < 1.0 or k <= 1:
+        return None
+    block = thresholds()["block_parallel_k_max"]
+    if str(method or "").lower() in block["methods"] and k <= int(block["value"]):
+        return None
+    _, c = cost_ratios(method)
+    choice = optimal_k(alpha, c, k_max=max(k, 10))
+    at_k = speedup_alpha(alpha, k, c)
+    if choice.best_k >= k or at_k >= choice.best_speedup * (1.0 - threshold("observed_k_excess")):
+        return None
+    return KExcess(choice.k or choice.best_k, at_k, choice.best_speedup, c)
 
 
 def ridge_tokens(gpu: GpuSpec) -> float:
