@@ -42,6 +42,11 @@ _OFF = "remove --speculative-config (plain decoding)"
 # server delivers; a latency pair is per request or per token (prefill and queueing may weigh in); a ratio typed
 # alone has no absolute figures behind it.
 _BASE_CONFIDENCE = {"throughput": 0.85, "latency": 0.8, "ratio": 0.75}
+# What the acceptance (stated, or the run's own) says, in either check.
+_ACCEPTANCE_FINDINGS = {"observed.acceptance.low": "acceptance below what the method normally reaches",
+                        "observed.acceptance.hot": "low acceptance at a hot sampling temperature",
+                        "observed.acceptance.zero": "not one draft token accepted: the draft is broken",
+                        "observed.k-too-large": "K beyond the optimum for the acceptance stated"}
 _SOURCES = ["https://arxiv.org/abs/2211.17192", "https://github.com/vllm-project/vllm/blob/v0.26.0/vllm/v1/spec_decode/metrics.py",
             "https://github.com/0xBakeer/qwen38-flash-next-spark/issues/6"]
 
@@ -248,12 +253,8 @@ def _low(ctx: Mapping[str, Any], ev: list[Evidence], conf: float, sev: Severity,
                  "observed.speed.compute-bound": "measured: slower at a concurrency where verification is "
                                                  "compute-bound",
                  "observed.speed.small-target": "measured: slower on a target too small for speculation to pay",
-                 "observed.acceptance.low": "acceptance below what the method normally reaches",
-                 "observed.acceptance.hot": "low acceptance at a hot sampling temperature",
-                 "observed.acceptance.zero": "not one draft token accepted: the draft is broken",
                  "observed.speed.even": "measured: speculation breaks even (within run-to-run noise)",
-                 "observed.speed.paying": "measured: speculation pays off",
-                 "observed.k-too-large": "K beyond the optimum for the acceptance stated"},
+                 "observed.speed.paying": "measured: speculation pays off", **_ACCEPTANCE_FINDINGS},
        sources=_SOURCES)
 def speed(facts: Mapping[str, Any]) -> list[Finding]:
     """The measured speedup of speculation (--throughput WITH:WITHOUT or RATIOx, --latency WITH:WITHOUT), diagnosed
@@ -363,11 +364,8 @@ def speed(facts: Mapping[str, Any]) -> list[Finding]:
 @check("observed.acceptance", categories=["low-acceptance", "high-temperature", "engine-bug", "k-too-large",
                                           "healthy"],
        needs=["observed.figures"], wants=["config.deployment"],
-       findings={"observed.acceptance.low": "acceptance below what the method normally reaches",
-                 "observed.acceptance.hot": "low acceptance at a hot sampling temperature",
-                 "observed.acceptance.zero": "not one draft token accepted: the draft is broken",
-                 "observed.acceptance.ok": "acceptance within what the method normally reaches",
-                 "observed.k-too-large": "K beyond the optimum for the acceptance stated"},
+       findings={**_ACCEPTANCE_FINDINGS,
+                 "observed.acceptance.ok": "acceptance within what the method normally reaches"},
        sources=_SOURCES)
 def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
     """A stated acceptance (--acceptance 87% | 0.87 | AL=2.3) with no measured speed: judged against what the method
