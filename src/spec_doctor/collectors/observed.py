@@ -1,6 +1,6 @@
 """The figures the user measured (``observed.figures``): the speedup of speculation over plain decoding from
 ``--throughput`` or ``--latency``, the stated acceptance, concurrency and K, each with the option it came from, plus
-the GPU when it is known (``--gpu`` or NVML) for the verification roofline.
+the GPU when it is known (``--gpu`` or NVML) for the verification roofline at the measured concurrency.
 
 Throughput is the better figure for a speed verdict (it is what a server delivers); a latency pair is per request
 or per output token and gives the speedup as without / with. A ratio typed alone (``0.71x``) is the same verdict
@@ -51,10 +51,12 @@ def observed_figures(store: FactStore) -> dict[str, Any]:
             out["latency_speedup"] = b / a
             out["latency_detail"] = f"latency {a:g} with vs {b:g} without: {b / a:.2f}x the speed"
             out["latency_source"] = f"--latency {obs.text['--latency']}"
-    try:
-        gpu = gpu_in_use(store)
-    except FactUnavailable:
-        gpu = None
+    gpu = None
+    if obs.concurrency is not None and speed is not None:  # only the verification roofline at a load uses it
+        try:
+            gpu = gpu_in_use(store)
+        except FactUnavailable:
+            gpu = None
     if gpu is not None:
         out["gpu"], out["gpu_source"] = gpu
     return out
