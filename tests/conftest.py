@@ -27,14 +27,21 @@ def run_cli(*args: str, stdin: str | None = None, env: dict | None = None, timeo
 
 def check_log(tmp_path, text: str, *extra: str) -> dict:
     """`spec-doctor check --log` on this text (written to tmp_path/vllm.log): the JSON report."""
-    import json
-
     log = tmp_path / "vllm.log"
     log.write_text(text)
     proc = run_cli("check", "--log", str(log), *extra, "--format", "json")
     assert proc.stdout.strip(), proc.stderr
     report: dict = json.loads(proc.stdout)
     return report
+
+
+def one_error_line(proc: subprocess.CompletedProcess) -> str:
+    """The one ``spec-doctor: error: ...`` line of a run that exited 2 on bad input (no traceback)."""
+    assert proc.returncode == 2, (proc.returncode, proc.stdout[-500:], proc.stderr[-500:])
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("spec-doctor: error: "), proc.stderr
+    assert "Traceback" not in proc.stderr
+    return lines[0]
 
 
 @pytest.fixture
