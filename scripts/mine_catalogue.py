@@ -64,14 +64,17 @@ AREAS: list[tuple[str, re.Pattern[str]]] = [(a, re.compile(p)) for a, p in [
                    r"mlp_speculator|speculators/|\w*mtp|\w*dflash)"),
     ("spec-sampler", r"^vllm/model_executor/layers/(?:rejection_sampler|spec_decode_base_sampler"
                      r"|typical_acceptance_sampler)\.py$|^vllm/v1/sample/rejection_sampler\.py$"),
-    ("compilation", r"^vllm/config/compilation\.py$|^vllm/compilation/"),
+    # Config modules are config validation wherever their subject lives (config/compilation.py, cache.py,
+    # scheduler.py fall through to "config" below).
+    ("compilation", r"^vllm/compilation/"),
     ("kv-cache", r"^vllm/core/block|^vllm/core/(?:block_manager|evictor|interfaces)\w*\.py$"
-                 r"|^vllm/v1/core/(?:kv_cache|block_pool|single_type|encoder_cache)\w*\.py$|^vllm/config/cache\.py$"),
-    ("scheduler", r"^vllm/core/scheduler\.py$|^vllm/v1/core/sched/|^vllm/v1/core/scheduler\w*\.py$"
-                  r"|^vllm/config/scheduler\.py$"),
+                 r"|^vllm/v1/core/(?:kv_cache|block_pool|single_type|encoder_cache)\w*\.py$"),
+    ("scheduler", r"^vllm/core/scheduler\.py$|^vllm/v1/core/sched/|^vllm/v1/core/scheduler\w*\.py$"),
     ("config", r"^vllm/config(?:\.py$|/)"),
     ("args", r"^vllm/engine/arg_utils\.py$|^vllm/entrypoints/(?:openai/)?cli_args\.py$|^vllm/entrypoints/cli/"
              r"|^vllm/utils(?:/__init__)?\.py$|^vllm/utils/argparse_utils\.py$"),
+    # Workers, model runners and executors written for one platform: what they refuse is the platform's limit.
+    ("platform-worker", r"^vllm/(?:v1/)?(?:worker|executor)/(?:cpu|xpu|tpu|hpu|neuron|openvino)\w*\.py$"),
     ("model-runner", r"^vllm/(?:v1/)?worker/\w*model_runner\w*\.py$|^vllm/v1/worker/gpu/|^vllm/v1/worker/utils\.py$"
                      r"|^vllm/v1/cudagraph_dispatcher\.py$|^vllm/worker/multi_step\w*\.py$"),
     ("worker", r"^vllm/(?:v1/)?worker/"),
@@ -138,6 +141,13 @@ EXC_KINDS = _f(ANY_EXC)
 SPEC_ITSELF = r"(?:speculative decoding|speculation|spec[ _-]decod(?:e|ing)|drafting|the drafter|draft model|proposer)"
 SPEC = r"(?:specul|spec[ _-]?decod|\bdraft|eagle|medusa|\bmtp\b|n-?gram|suffix|propos|lookahead|dflash)"
 
+# Text that hands the user a setting to change: an env var assignment, a flag, "set X to", "requires x=...".
+SETTING = (r"(?:VLLM_[A-Z0-9_]+\s*=|--[a-z][\w-]|please (?:set|use|pass|unset)|\bset (?:--|`|VLLM_|\w+_\w+ (?:to|=))|"
+           r"requires? (?:--|VLLM_|`?\w+_\w+`?\s*=|\w+=))")
+INTERNAL_EXC = _f("AssertionError", "IndexError", "KeyError", "AttributeError")
+INTERNAL_AREAS = _f("spec-v0", "spec-v1", "spec-sampler", "spec-model", "model-runner", "worker", "kv-cache",
+                    "scheduler", "engine", "compilation", "attention", "sampling")
+
 RULES: list[Rule] = [
     # Not diagnostic: start-up chatter, caches, shutdown, programming placeholders.
     Rule("shutdown", "none", r"^\[shutdown\]|force killing|shutting down|received (?:sig|signal)|keyboardinterrupt",
@@ -154,6 +164,9 @@ RULES: list[Rule] = [
     Rule("spec-param-notice", "none", r"parameters won'?t (?:currently )?work with specul", kinds=_f("warning")),
     Rule("tcmalloc", "env-platform", r"tcmalloc|LD_PRELOAD|intel openmp|iomp",
          fix="Preload tcmalloc / Intel OpenMP as vLLM's CPU installation guide says."),
+    # A package or module vLLM needs is missing (suffix decoding without arctic-inference, ROCm without flash-attn).
+    Rule("import-error", "env-version", kinds=_f("ImportError", "ModuleNotFoundError"),
+         fix="Install the package the error names, in the version this vLLM release needs."),
     # Speculation that costs speed by construction: the engine gives something up for the method.
     Rule("spec-async-off", "spec-overhead",
          r"async(?:hronous)?[ _-]?sched\w*.{0,160}(?:disabl|fall\w* back|turn\w* off|not (?:be )?(?:used|enabled))|"
@@ -189,20 +202,30 @@ RULES: list[Rule] = [
     # Memory: the KV cache under load first (a preemption warning also names gpu_memory_utilization).
     Rule("kv-pressure", "kv-pressure",
          r"preempt|kv cache (?:is )?full|no free (?:kv )?blocks|out of (?:kv )?blocks|"
-         r"not enough (?:kv[- ]cache )?(?:free )?blocks|cannot (?:be )?allocat\w* .*block|swapp?\w* out",
+         r"not enough (?:kv[- ]cache )?(?:free )?blocks|cannot (?:be )?allocat\w* .*block|swapp?\w* out|"
+         r"insufficient kv (?:space|cache|slots)|only \{\} kv blocks|kv blocks are available|"
+         r"exceeds the capacity of (?:the )?block_?manager",
          fix="KV cache too small for the load: more KV memory, fewer concurrent sequences, or a shorter K."),
     Rule("oom", "oom",
          r"out of memory|\boom\b|not enough (?:gpu |device )?memory|insufficient (?:gpu )?memory|"
          r"no available memory|free memory on device|memory profiling|gpu_memory_utilization|"
          r"larger than the maximum number of tokens that can be stored in kv cache|"
-         r"exceeds? (?:the )?(?:available|free) (?:gpu )?memory|memory usage",
+         r"exceeds? (?:the )?(?:available|free) (?:gpu )?memory|memory usage|free memory grew|during (?:memory )?profiling|"
+         r"(?:available|free) memory .{0,80}(?:less than|not enough)|more than the .{0,40}memory reserved",
          fix="Budget the memory: raise --gpu-memory-utilization if the GPU is free, lower --max-model-len or "
              "--max-num-seqs, and count the draft's weights and KV cache."),
+    # A checkpoint that does not fit the method (missing or unexpected weights).
+    Rule("checkpoint", "config-unsupported-combo",
+         r"(?:weights?|parameters?) .{0,40}(?:missing from|not (?:found )?in) (?:the )?checkpoint|"
+         r"checkpoint does not contain|not in the checkpoint",
+         kinds=EXC_KINDS | ERROR_LOGS,
+         fix="Use a checkpoint made for this method and target (e.g. an EAGLE head for EAGLE, an MTP-capable "
+             "checkpoint for MTP)."),
     # Tokens.
     Rule("vocab", "vocab-mismatch",
          r"vocab\w*[ _]size.{0,80}(?:match|differ|same|equal)|same vocab|vocab\w* (?:mismatch|intersection)|"
          r"(?:match|differ\w*|mismatch\w*) .{0,40}vocab|tokenizers? .{0,40}(?:match|differ|mismatch|same)|"
-         r"\bd2t\b|\bt2d\b|draft_id_to_target_id|heterogeneous[_ ]vocab|different vocab|"
+         r"\bd2t\b|\bt2d\b|draft_id_to_target_id|different vocab|vocab(?:ulary)?[ _]?mapping|out-of-intersection|"
          r"draft_vocab_size.{0,40}target_vocab_size",
          fix="Draft and target must share the tokenizer and vocab_size (mind padded vocab sizes)."),
     # Quantization.
@@ -225,7 +248,17 @@ RULES: list[Rule] = [
          r"mac|apple|gaudi|current platform)|(?:cpu|rocm|tpu|xpu|hpu|neuron)\w* (?:backend |platform )?"
          r"(?:does not|doesn't|only)|compute capability|triton is not installed|requires triton|"
          r"triton.{0,20}not (?:available|found|installed)|\bwsl\b|nvml|cuda is not available|"
-         r"device capability|no (?:cuda|gpu)s? (?:device|available|found)",
+         r"device capability|no (?:cuda|gpu)s? (?:device|available|found)|"
+         r"requires? (?:an? )?(?:sm ?_?\d{2,3}\w*|hopper|blackwell|ampere|ada|volta|turing)\b|"
+         r"\bsm ?_?(?:[789]\d|1[0-2]\d)x?\b|(?:on|for) this (?:device|gpu|hardware)|"
+         r"(?:disabled|not supported) on (?:blackwell|hopper|ampere|ada|volta|turing)|"
+         r"(?:not fully|partially) supported (?:on|by) (?:rocm|xpu|tpu|hpu|cpu|neuron)|infer (?:the )?device type",
+         fix="The platform limits this feature; run on a supported GPU/OS or turn the feature off."),
+    # What platform code (platforms/*, a CPU/XPU/TPU/HPU/Neuron worker or executor) refuses is that platform's limit.
+    Rule("platform-code", "env-platform",
+         r"not (?:yet |currently )?(?:be )?(?:supported|implemented|available)|(?:does not|doesn't|do not) (?:yet )?"
+         r"support|only supports?|unsupported|partially supported|not fully supported",
+         areas=_f("platform", "platform-worker"), kinds=EXC_KINDS | LOG_KINDS,
          fix="The platform limits this feature; run on a supported GPU/OS or turn the feature off."),
     # Versions of vLLM and its dependencies.
     Rule("versions", "env-version",
@@ -233,7 +266,10 @@ RULES: list[Rule] = [
          r"triton)|version\w* (?:of )?\S+ (?:is )?(?:required|too old|not supported)|requires? (?:a )?(?:newer|"
          r"version|torch|transformers|flashinfer)|(?:torch|transformers|flashinfer|cuda|triton)\s*(?:version|>=|<)|needs torch|"
          r"is not installed|failed to import|cannot import|no module named|undefined symbol|"
-         r"built (?:with|for|against)",
+         r"built (?:with|for|against)|please install|pip install|to be installed|install (?:a|an|the|it)\b|"
+         r"build that includes|requires? an? [\w-]+ build|has no kernel|no kernel (?:for|available|found)|"
+         r"kernels? (?:is |are )?not (?:available|found|compiled|built)|not compiled (?:with|for)|"
+         r"backend is (?:not |un)available|(?:is|are) (?:not |un)available in the current|ensure .{0,40}\binstalled",
          fix="Install versions that support this (vLLM, torch, CUDA, transformers, flashinfer)."),
     # Speculation configured but not running.
     Rule("spec-inactive", "spec-inactive",
@@ -246,13 +282,36 @@ RULES: list[Rule] = [
          r"num_speculative_tokens\s*>\s*\d.{0,80}(?:lower|reduc|acceptance)|too (?:large|many|big).{0,40}"
          r"num_speculative|num_speculative_tokens.{0,40}too (?:large|many|big)", kinds=LOG_KINDS,
          fix="Lower num_speculative_tokens to the positions that are still accepted."),
+    # A speculation method this release does not have (or names differently), and architectures it cannot run
+    # with speculation yet: the release lacks it (taxonomy: env-version), not a combination of settings.
+    Rule("spec-method-missing", "env-version",
+         r"(?:unknown|unsupported|invalid) (?:speculative (?:decoding )?)?method|supported methods are|"
+         r"only \w+ (?:spec(?:ulative)?[ _-]?decod\w*|speculation) (?:is|are) supported|"
+         r"draft[ -]model speculative decoding is not (?:yet )?supported|"
+         r"speculative decoding with draft models? is not (?:yet )?supported|"
+         r"(?:is|are) only supported for .{1,60}\bmodels\b|"
+         r"(?:does not|doesn't) (?:yet |currently )?support (?:multimodal|multi-modal|m-?rope|mamba|hybrid|"
+         r"encoder[- ]decoder)(?: models?| inputs?)?(?: yet)?(?:[.,;:]|$)|(?:mamba|multimodal|multi-modal|m-?rope|hybrid|encoder[- ]decoder)(?: models?)? "
+         r"with (?:speculative decoding|spec[ _-]?decod\w*) (?:is|are) not (?:yet )?supported",
+         kinds=EXC_KINDS, spec=True,
+         fix="This vLLM release does not have this speculation method for this model (or names it otherwise): "
+             "upgrade vLLM, or pick a method and model the release supports."),
+    Rule("arch-missing", "env-version",
+         r"unsupported model[_ ]type|unsupported architecture|architectures? .{0,40}(?:is|are) not (?:yet |currently )?"
+         r"supported|(?<!draft )models? (?:does|do) not (?:yet |currently )?support (?:the )?(?:eagle|mtp|medusa|"
+         r"specul|spec[ _-]?decod|draft)|does not support \w+ interface",
+         kinds=EXC_KINDS,
+         fix="This vLLM release cannot run this model architecture this way: upgrade vLLM or use a supported "
+             "model/method."),
     # Combinations vLLM rejects or mishandles (phrases that name a combination).
     Rule("combo", "config-unsupported-combo",
          r"not (?:yet |currently )?supported|unsupported|isn't supported|not (?:yet |currently )?compatible|isn'?t compatible|"
          r"aren'?t compatible|incompatible|"
          r"(?:cannot|can't|can not) (?:currently )?(?:be )?(?:used|run|enabled|combined) (?:with|together|when|"
          r"for|in)|can only be used|only supports?|does not (?:yet |currently )?support|doesn't support|"
-         r"do not support|mutually exclusive|conflict|won'?t (?:currently )?work|will not work|does not work|doesn't work|"
+         r"do not support|doesn't (?:yet |currently )?support|does not have .{0,30}support|disable one of them|"
+         r"(?:use|using|consider) a different (?:attention )?backend|is enabled,? but .{0,80}(?:does not|doesn't|not) |"
+         r"mutually exclusive|conflict|won'?t (?:currently )?work|will not work|does not work|doesn't work|"
          r"only .{1,40} (?:is|are) supported|(?:enabled|used) (?:simultaneously|together) only|has no support|"
          r"not work with|not allowed (?:with|when|for)",
           fix="Change the configuration: this combination is rejected or unsupported in this release."),
@@ -264,13 +323,21 @@ RULES: list[Rule] = [
          r"long_prefill|token budget|num_scheduler_steps|max-num-batched-tokens|max-num-seqs",
          fix="Adjust the scheduler limits (--max-num-seqs, --max-num-batched-tokens, chunked prefill) as the "
              "message says."),
-    # A checkpoint that does not fit the method (missing or unexpected weights).
-    Rule("checkpoint", "config-unsupported-combo",
-         r"(?:weights?|parameters?) .{0,40}(?:missing from|not (?:found )?in) (?:the )?checkpoint|"
-         r"checkpoint does not contain|not in the checkpoint",
-         kinds=EXC_KINDS | ERROR_LOGS,
-         fix="Use a checkpoint made for this method and target (e.g. an EAGLE head for EAGLE, an MTP-capable "
-             "checkpoint for MTP)."),
+    # An assertion, or an IndexError/KeyError/AttributeError, raised inside vLLM's own machinery (proposers, model
+    # runners, attention metadata, KV-cache managers, schedulers, the compiler) checks vLLM's invariants, not the
+    # user's settings: an engine bug. Unless its text hands the user a setting to change (an env var, a flag, "set X
+    # to", "requires x=..."), which is config validation written as an assert.
+    Rule("internal-assert", "engine-bug",
+         rf"(?s)^(?!.*{SETTING})", kinds=INTERNAL_EXC, areas=INTERNAL_AREAS,
+         fix="An internal check failed in vLLM: upgrade, or report it with the traceback."),
+    Rule("assert-setting", "config-unsupported-combo", SETTING, kinds=INTERNAL_EXC, areas=INTERNAL_AREAS,
+         fix="Change the setting the error names: this release rejects the combination."),
+    # A prompt longer than the model length the engine was started with (the scheduler ignores the request).
+    Rule("prompt-too-long", "config-unsupported-combo",
+         r"(?:input )?prompt .{0,40}too long|prompt length .{0,40}(?:longer|larger) than (?:the )?max",
+         areas=_f("scheduler", "engine"),
+         fix="A prompt is longer than --max-model-len allows: raise --max-model-len (within the model's and the "
+             "draft's limits) or shorten the prompt."),
     # What a request asked for, refused by the API server: about that request, not about the deployment.
     Rule("request", "none", kinds=_f("warning", ANY_EXC), areas=_f("entrypoints")),
     # Configuration values vLLM validates (config and argument code).
@@ -280,14 +347,24 @@ RULES: list[Rule] = [
          r"unknown|not recognized|please (?:set|specify|provide|use)|too (?:small|large)|greater than|less than|"
          r"smaller than|larger than|at least|at most|positive|non-negative|divisible|multiple of|exceed|"
          r"not allowed|cannot be",
-         areas=_f("spec-config", "config", "args", "compilation", "kv-cache", "scheduler", "platform"),
+         areas=_f("spec-config", "config", "args", "platform"),
          fix="Change the configuration: vLLM rejects this value or combination."),
+    # A ValueError that names the flag or variable to change (not one that says it "should not happen").
+    Rule("value-setting", "config-unsupported-combo", rf"(?s)^(?!.*(?:should not happen|should never)).*{SETTING}",
+         kinds=_f("ValueError", "TypeError"), not_areas=_f("platform", "platform-worker"),
+         fix="Change the setting the error names: this release rejects the value."),
     Rule("config-value-raise", "config-unsupported-combo",
-         r"must (?:be|have|not|match|set|specify|provide|equal)|invalid|is not a valid|unknown|not recognized|"
+         r"must (?!not happen)\w+|invalid|is not a valid|unknown|not recognized|"
          r"please (?:set|specify|provide|use)|at least|at most|positive|non-negative|divisible|requires?|"
          r"is required|needs? (?:a|an|the)\b|no support for|only valid",
          kinds=_f("ValueError", "TypeError", "VLLMValidationError"),
          fix="Change the configuration: vLLM rejects this value."),
+    # A draft checkpoint whose config or weights a speculation model class rejects (raised while building the
+    # drafter from its config.json): the checkpoint does not fit the method, whatever the wording.
+    Rule("spec-checkpoint-value", "config-unsupported-combo", kinds=_f("ValueError", "TypeError"),
+         areas=_f("spec-model"),
+         fix="The draft checkpoint's config or weights do not fit this method: use a checkpoint made for this "
+             "method, target and release."),
     # A crash the user cannot configure away: internal errors.
     Rule("internal", "engine-bug",
          r"should not happen|should never|unexpected|unreachable|internal error|\bbug\b|invariant|"
@@ -306,7 +383,7 @@ RULES: list[Rule] = [
     Rule("not-implemented", "env-version", kinds=_f("NotImplementedError"),
          fix="This release does not implement it: upgrade vLLM or choose another method/backend."),
     Rule("runtime-error", "engine-bug", kinds=EXC_KINDS,
-         areas=frozenset(SPEC_AREAS | {"model-runner", "worker", "kv-cache", "scheduler", "engine",
+         areas=frozenset(SPEC_AREAS | {"model-runner", "worker", "platform-worker", "kv-cache", "scheduler", "engine",
                                        "compilation", "sampling", "attention", "model-loader", "utils"}),
          fix="An internal check failed in vLLM: upgrade, or report it with the traceback."),
     Rule("error-log", "engine-bug", kinds=ERROR_LOGS,
