@@ -252,40 +252,54 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
                            Fix(bug.get("fix", ""), tuple(bug.get("commands", ()))),
                            impact=bug.get("meaning"), impact_score=0.6,
                            data={**data, "first_zero_position": tail + 1, "chance": chance}))
-    low = False
+    low = below_cost = False
     # Lines cut before their counts (pieces, quoted excerpts) still show rates; their sample is unknown, so
     # what they say is a note at the floor confidence, never a warning.
     uncounted = s.drafted <= 0 and s.pos_drafts <= 0
+    # What a working drafter of this method accepts at this K (knowledge/data/acceptance.toml); V0's tokens per
+    # step come from System efficiency and are judged by it alone.
+    judged = acc.judge_acceptance(None if v0 else method, k, mal,
+                                  drafts=s.pos_drafts or (s.drafted / k if s.drafted and k else None))
     if s.drafted >= threshold("min_drafted_tokens") or uncounted:
         if v0:
             eff = (mal / (k + 1)) if (mal and k) else None
             low = eff is not None and eff < threshold("low_system_efficiency")
         elif mal is not None and k:
-            # Same rule as metrics.acceptance: a step of K drafts pays only above 1 + K*c tokens/step.
+            # Same rule as metrics.acceptance: a step of K drafts pays only above 1 + K*c tokens/step, and a
+            # drafter below the weakest published run of its method is not working as that method does.
             # The V1 "draft acceptance rate" (accepted / drafted) falls with K even when every step pays,
             # so it cannot judge a large K on its own.
-            low = mal < 1 + k * acc.cost_ratios(method)[1]
+            below_cost = mal < 1 + k * acc.cost_ratios(method)[1]
+            low = below_cost or judged.below
         else:
             low = rate is not None and rate < threshold("low_acceptance")
     if low:
         # At a hot temperature sampling is not ruled out (sampling.temperature reports that): the draft
         # itself can only be judged at T=0.
-        out.append(Finding("logs.acceptance.low", Category.LOW_ACCEPTANCE,
-                           Severity.INFO if hot or uncounted else Severity.WARNING,
-                           0.35 if hot else acc.evidence_confidence(0.7, s.drafted,
-                                                                    10 * threshold("min_drafted_tokens")),
+        sev, conf = Severity.INFO if hot or uncounted else Severity.WARNING, \
+            0.35 if hot else acc.evidence_confidence(0.7, s.drafted, 10 * threshold("min_drafted_tokens"))
+        if judged.below and not below_cost and not v0:
+            grade = acc.shortfall_grade(judged, s.drafted, hot=hot is not None)
+            sev, conf = Severity(grade[0]) if not uncounted else Severity.INFO, grade[1]
+        expect = acc.expectation_text(judged) if judged.below else ""
+        out.append(Finding("logs.acceptance.low", Category.LOW_ACCEPTANCE, sev, conf,
                            f"The draft is rarely accepted: {desc}"
-                           + (f" (at temperature {hot[0]:g}: sampling not ruled out)" if hot else ""),
+                           + (f" (at temperature {hot[0]:g}: sampling not ruled out)" if hot else "")
+                           + (f"; {expect}" if expect else ""),
                            (ev,), Fix("Measure acceptance at temperature 0 on your own prompts, then try a draft "
                                       "trained for this target (EAGLE3/MTP head) or a lower K.",
                                       ("spec-doctor check --probe offline --target <target> --draft <draft> "
                                        "--prompts prompts.jsonl",)),
                            impact="Each rejected draft token costs verification compute for nothing.",
-                           impact_score=0.6, data=data))
+                           impact_score=0.6, data={**data, **_judged_data(judged)}))
     elif tail is None and mal is not None:
+        normal = judged.verdict == "normal" and judged.expectation is not None
         out.append(Finding("logs.acceptance.healthy", Category.HEALTHY, Severity.INFO, 0.8,
-                           f"Speculation is on and accepts {mal:.2f} tokens/step" + (f" (K={k})" if k else ""),
-                           (ev,), data=data))
+                           f"Speculation is on and accepts {mal:.2f} tokens/step" + (f" (K={k})" if k else "")
+                           + (f", in the normal range for {judged.expectation.label} (typically "
+                              f"{judged.expectation.typical_length:.2f} at K={k})"
+                              if normal and judged.expectation else ""),
+                           (ev,), data={**data, **_judged_data(judged)}))
     elif tail is None and rate is not None and rate >= threshold("low_acceptance"):
         # Early V1 lines (0.8.3-0.8.4) and pieces of lines show only the rate: enough to say drafts are accepted.
         out.append(Finding("logs.acceptance.healthy", Category.HEALTHY, Severity.INFO,
@@ -312,6 +326,16 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
         out.append(Finding("logs.acceptance.falling", Category.LOW_ACCEPTANCE, Severity.INFO, 0.5, fall[0], (Evidence(src, fall[1]),),
                            impact_score=0.2, data=data))
     return out
+
+
+def _judged_data(j: acc.Judgement) -> dict:
+    """The method expectation a stream was judged by, for the report's data (empty when there was none)."""
+    e = j.expectation
+    if e is None:
+        return {}
+    return {"expected": {"method": e.method, "k": e.k, "typical_length": round(e.typical_length, 3),
+                         "floor_length": None if e.floor_length is None else round(e.floor_length, 3),
+                         "verdict": j.verdict, "shortfall": j.shortfall, "sources": list(e.sources)}}
 
 
 def _falling(s) -> tuple[str, str] | None:
