@@ -317,7 +317,8 @@ def spec_active(facts: Mapping[str, Any]) -> list[Finding]:
 @check("metrics.acceptance", categories=["low-acceptance", "healthy"], needs=["metrics.deltas"],
        wants=["config.deployment"], timeout_s=_TIMEOUT_S,
        findings={
-           "metrics.acceptance.low": "mean acceptance length below what the draft's cost needs to pay off",
+           "metrics.acceptance.low": "mean acceptance length below what the draft's cost needs to pay off, or below "
+                                     "the weakest published run of its method at its K",
            "metrics.acceptance.zero": "not one draft token was accepted: the draft is broken or mismatched",
            "metrics.acceptance.ok": "speculation runs and accepts enough tokens per step",
        }, sources=[_SPEC_METRICS, "https://arxiv.org/abs/2211.17192",
@@ -354,6 +355,7 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
                   "vllm serve MODEL --speculative-config "
                   "'{\"method\": \"eagle3\", \"model\": \"<EAGLE-3 head trained for MODEL>\", "
                   "\"num_speculative_tokens\": 3}'")
+        judged = acc.judge_acceptance(getattr(spec, "method", None), k, al, drafts=d.num_drafts)
         if d.num_accepted_tokens == 0 and d.num_drafts >= 5 * threshold("min_drafts"):
             out.append(Finding(
                 "metrics.acceptance.zero", Category.LOW_ACCEPTANCE, Severity.ERROR, 0.85,
@@ -363,15 +365,24 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
                         better),
                 impact="Every draft step is pure overhead: slower than no speculation.", impact_score=0.95,
                 data=data))
-        elif al < 1 + k * c_typ:
+        elif al < 1 + k * c_typ or judged.below:
+            below_cost = al < 1 + k * c_typ
             sure = al < 1 + k * c_low
+            sev, conf = (Severity.INFO if hot else Severity.WARNING), (0.35 if hot else (0.85 if sure else 0.6))
+            verdict = f"{'slower than' if sure else 'likely no faster than'} decoding without it"
+            if not below_cost:
+                # The step still pays, but the drafter accepts less than any published working run of its method.
+                grade = acc.shortfall_grade(judged, d.num_draft_tokens or 0, hot=hot is not None)
+                sev, conf = Severity(grade[0]), grade[1]
+                verdict = acc.expectation_text(judged)
+                data["expected"] = {"floor_length": judged.expectation.floor_length if judged.expectation else None,
+                                    "shortfall": judged.shortfall}
             # At a hot temperature sampling is not ruled out (sampling.temperature reports that).
             out.append(Finding(
-                "metrics.acceptance.low", Category.LOW_ACCEPTANCE, Severity.INFO if hot else Severity.WARNING,
-                0.35 if hot else (0.85 if sure else 0.6),
+                "metrics.acceptance.low", Category.LOW_ACCEPTANCE, sev, conf,
                 f"Speculation accepts only {al:.2f} tokens/step with K={k} "
-                f"(acceptance {_pct(rate)}): {'slower than' if sure else 'likely no faster than'} "
-                "decoding without it" + (f" (at temperature {hot[0]:g}: sampling not ruled out)" if hot else ""),
+                f"(acceptance {_pct(rate)}): {verdict}"
+                + (f" (at temperature {hot[0]:g}: sampling not ruled out)" if hot else ""),
                 evidence=ev,
                 fix=Fix("Use a draft that matches the target and workload (same family, EAGLE-3 head) and "
                         "lower the temperature if sampling is hot; otherwise serve without speculation",
@@ -382,7 +393,10 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
         else:
             out.append(Finding(
                 "metrics.acceptance.ok", Category.HEALTHY, Severity.INFO, 0.8,
-                f"Speculation is on and accepts {al:.2f} tokens/step (acceptance {_pct(rate)}, K={k})",
+                f"Speculation is on and accepts {al:.2f} tokens/step (acceptance {_pct(rate)}, K={k})"
+                + (f", in the normal range for {judged.expectation.label} (typically "
+                   f"{judged.expectation.typical_length:.2f})" if judged.verdict == "normal" and judged.expectation
+                   else ""),
                 evidence=ev, impact=None, impact_score=0.0, data=data))
     return out
 

@@ -48,13 +48,15 @@ def _observed(facts: Mapping[str, Any]) -> list[Observed]:
 
 
 def _low(o: Observed, method: str | None) -> acc.Judgement | None:
-    """The judgement of an observed acceptance when it is low: under the generic rate threshold, or below the
-    weakest published run of its method at its K (knowledge/data/acceptance.toml); None when it is not low."""
+    """The judgement of an observed acceptance when it is low: below the weakest published run of its method at its K
+    (knowledge/data/acceptance.toml), or -- for a method without a published range -- under the generic rate
+    threshold; None when it is not low."""
     rate, al, k, drafted = o.rate, o.length, o.k, o.drafted
     j = acc.judge_acceptance(method, k, al, drafts=drafted / k if k else None)
-    if j.below or (rate is not None and rate < threshold("low_acceptance")):
-        return j
-    return None
+    if j.verdict != "unknown":
+        # The method's range at this K decides: accepted / drafted falls with K even when every step pays.
+        return j if j.below else None
+    return j if rate is not None and rate < threshold("low_acceptance") else None
 
 
 @check("sampling.temperature", categories=["high-temperature"], needs=["config.deployment"],
