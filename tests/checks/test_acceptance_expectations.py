@@ -161,3 +161,13 @@ def test_metrics_judge_the_counters_by_the_methods_range():
     assert "metrics.acceptance.ok" in draft and "metrics.acceptance.low" not in draft
     healthy = _metrics("healthy", "eagle3", 3)["metrics.acceptance.ok"]
     assert "normal range for EAGLE-3" in healthy.title
+
+
+def test_a_block_drafter_pays_for_one_draft_pass_not_k():
+    # 2.9 tokens/step at K=15: token-by-token drafting at c=0.13 needs 2.95, a DFlash block (one pass) needs 1.13;
+    # and 2.9 is within DFlash's published range at K=15
+    pp = (0.6, 0.4, 0.3, 0.2, 0.15, 0.1, 0.06, 0.04, 0.02, 0.01, 0.01, 0.005, 0.003, 0.001, 0.001)
+    dflash = _acceptance(_log(pp, drafts=400), _dep("dflash", 15))
+    assert "logs.acceptance.low" not in dflash and "logs.acceptance.healthy" in dflash
+    eagle3 = _acceptance(_log(pp, drafts=400), _dep("eagle3", 15))
+    assert "logs.acceptance.low" in eagle3

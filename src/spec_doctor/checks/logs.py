@@ -265,11 +265,12 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
             eff = (mal / (k + 1)) if (mal and k) else None
             low = eff is not None and eff < threshold("low_system_efficiency")
         elif mal is not None and k:
-            # Same rule as metrics.acceptance: a step of K drafts pays only above 1 + K*c tokens/step, and a
+            # Same rule as metrics.acceptance: a step of K drafts pays only above 1 + K*c tokens/step (1 + c for a
+            # block drafter, acceptance.step_draft_cost), and a
             # drafter below the weakest published run of its method is not working as that method does.
             # The V1 "draft acceptance rate" (accepted / drafted) falls with K even when every step pays,
             # so it cannot judge a large K on its own.
-            below_cost = mal < 1 + k * acc.cost_ratios(method)[1]
+            below_cost = mal < 1 + acc.step_draft_cost(method, k)[1]
             low = below_cost or judged.below
         else:
             low = rate is not None and rate < threshold("low_acceptance")

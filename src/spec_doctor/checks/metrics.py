@@ -343,11 +343,13 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
         if al is None or k is None:
             continue
         c_low, c_typ = _costs(spec)
+        # what one step's drafting costs (K c, or one c for a block drafter): the step pays above 1 + that
+        step_low, step_typ = acc.step_draft_cost(getattr(spec, "method", None), k)
         data = {"endpoint": w.endpoint, "model": d.model, "num_drafts": d.num_drafts,
                 "num_draft_tokens": d.num_draft_tokens, "num_accepted_tokens": d.num_accepted_tokens,
                 "mean_acceptance_length": round(al, 3), "acceptance_rate": None if rate is None else round(rate, 4),
                 "k": k, "per_position_rates": [round(x, 4) for x in d.per_position_rates],
-                "breakeven_length_typical": round(1 + k * c_typ, 3), "breakeven_length_low": round(1 + k * c_low, 3)}
+                "breakeven_length_typical": round(1 + step_typ, 3), "breakeven_length_low": round(1 + step_low, 3)}
         ev = (_counter_evidence(w, d, ("num_drafts", "num_draft_tokens", "num_accepted_tokens")),
               Evidence(w.window_label, f"mean acceptance length {al:.2f} tokens/step, acceptance rate "
                                        f"{_pct(rate)}, K={k}"))
@@ -365,9 +367,9 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
                         better),
                 impact="Every draft step is pure overhead: slower than no speculation.", impact_score=0.95,
                 data=data))
-        elif al < 1 + k * c_typ or judged.below:
-            below_cost = al < 1 + k * c_typ
-            sure = al < 1 + k * c_low
+        elif al < 1 + step_typ or judged.below:
+            below_cost = al < 1 + step_typ
+            sure = al < 1 + step_low
             sev, conf = (Severity.INFO if hot else Severity.WARNING), (0.35 if hot else (0.85 if sure else 0.6))
             verdict = f"{'slower than' if sure else 'likely no faster than'} decoding without it"
             if not below_cost:
@@ -387,8 +389,8 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
                 fix=Fix("Use a draft that matches the target and workload (same family, EAGLE-3 head) and "
                         "lower the temperature if sampling is hot; otherwise serve without speculation",
                         better + ("vllm serve MODEL   # without --speculative-config",)),
-                impact=f"Break-even needs > {1 + k * c_typ:.2f} tokens/step at a typical draft cost "
-                       f"(c={c_typ}); {1 + k * c_low:.2f} even at c={c_low}.",
+                impact=f"Break-even needs > {1 + step_typ:.2f} tokens/step at a typical draft cost "
+                       f"(c={c_typ}); {1 + step_low:.2f} even at c={c_low}.",
                 impact_score=0.8 if sure else 0.6, data=data))
         else:
             out.append(Finding(
@@ -456,6 +458,8 @@ def positions(facts: Mapping[str, Any]) -> list[Finding]:
         if hot:
             continue  # at a hot temperature the tail reflects sampling; judge K at T=0 (sampling.temperature)
         c_low, c_typ = _costs(spec)
+        # what one step's drafting costs (K c, or one c for a block drafter): the step pays above 1 + that
+        step_low, step_typ = acc.step_draft_cost(getattr(spec, "method", None), k)
         choice = _k_choice(survival, c_low)
         if choice.turn_off or choice.k is None or choice.k >= k:
             continue  # not worth speculating at all is metrics.acceptance's finding

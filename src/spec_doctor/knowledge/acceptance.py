@@ -386,6 +386,19 @@ class Expectation:
         return text + f" ({len(self.rows)} published measurement(s), e.g. {self.rows[0].source.split(' ')[0]})"
 
 
+def step_draft_cost(method: str | None, k: int) -> tuple[float, float]:
+    """(cheap, typical) cost of drafting one step of K tokens, in target steps: K c for a drafter that proposes
+    token by token, one c for a parallel (block) drafter (acceptance.toml `parallel`). A step pays only when its
+    mean acceptance length exceeds 1 + this."""
+    from spec_doctor.knowledge.data import load
+
+    c_low, c_typ = cost_ratios(method)
+    key = _method_key(method)
+    if key is not None and load("acceptance.toml")["method"][key].get("parallel"):
+        return c_low, c_typ
+    return k * c_low, k * c_typ
+
+
 def _method_key(method: str | None) -> str | None:
     """The acceptance.toml method a vLLM method name belongs to (eagle3, deepseek_mtp -> mtp, ...)."""
     if not method:
@@ -455,8 +468,8 @@ class Judgement:
     ``verdict``: "below" (under the floor by more than sampling noise), "normal" (at or above it, or within noise),
     "unknown" (no expectation, or a look-up drafter). ``shortfall`` = 1 - (observed - 1) / (floor - 1) on mean
     acceptance length (0 at the floor, 1 when nothing is accepted); ``noise`` = two standard errors of the observed
-    mean acceptance length for its number of drafts (K / (2 sqrt(drafts)) bounds one, thresholds.toml
-    min_windows), in the same units."""
+    mean acceptance length for its number of drafts, for a drafter working at the floor
+    (``accepted_length_sd``), in the same units."""
 
     verdict: str
     expectation: Expectation | None
@@ -474,6 +487,15 @@ class Judgement:
         return self.below and self.shortfall >= threshold("acceptance_clear_shortfall")
 
 
+def accepted_length_sd(alpha: float, k: int) -> float:
+    """Standard deviation of the tokens one draft of K gets accepted under the i.i.d. model: a geometric count
+    truncated at K (P(j) = a^j (1 - a) for j < K, a^K for j = K)."""
+    a, k = _check_prob(alpha, "alpha"), _check_k(k)
+    probs = [a ** j * (1 - a) for j in range(k)] + [a ** k]
+    mean = sum(j * p for j, p in enumerate(probs))
+    return math.sqrt(max(0.0, sum((j - mean) ** 2 * p for j, p in enumerate(probs))))
+
+
 def judge_acceptance(method: str | None, k: int | None, mean_acceptance_length: float | None, *,
                      drafts: float | None = None) -> Judgement:
     """Is ``mean_acceptance_length`` at ``k`` in the normal range for ``method``? ``drafts`` (verification steps
@@ -485,7 +507,7 @@ def judge_acceptance(method: str | None, k: int | None, mean_acceptance_length: 
         return Judgement("unknown", exp, mean_acceptance_length)
     al = float(mean_acceptance_length)
     n = drafts if drafts and drafts > 0 else threshold("min_drafts_for_floor")
-    noise = 2 * k / (2 * math.sqrt(n))
+    noise = 2 * accepted_length_sd(exp.floor_alpha or 0.0, int(k)) / math.sqrt(n)
     extra = exp.floor_length - 1.0
     shortfall = max(0.0, min(1.0, 1.0 - (al - 1.0) / extra)) if extra > 0 else 0.0
     verdict = "below" if al < exp.floor_length - noise else "normal"
