@@ -171,3 +171,30 @@ def test_a_block_drafter_pays_for_one_draft_pass_not_k():
     assert "logs.acceptance.low" not in dflash and "logs.acceptance.healthy" in dflash
     eagle3 = _acceptance(_log(pp, drafts=400), _dep("eagle3", 15))
     assert "logs.acceptance.low" in eagle3
+
+
+def _bench(rate: float, length: float, drafts: int, tokens: int) -> str:
+    return ("============ Serving Benchmark Result ============\n"
+            "Successful requests:                     100\n"
+            "Output token throughput (tok/s):         400.00\n"
+            f"Acceptance rate (%):                     {rate:.2f}\n"
+            f"Acceptance length:                       {length:.2f}\n"
+            f"Drafts:                                  {drafts}\n"
+            f"Draft tokens:                            {tokens}\n")
+
+
+def _measurement(text: str, dep: DeploymentConfig | None) -> dict:
+    from packaging.version import Version
+
+    facts = {"logs.files": [parse_text(text, "t.log")], "config.deployment": dep, "vllm.version": Version("0.15.0")}
+    return {f.id: f for f in L.measurement.fn(facts)}
+
+
+def test_a_benchmarks_rate_is_judged_at_its_k():
+    # 25 % of drafted tokens at K=15 is 4.75 tokens/step: a fine block drafter, though under the K-blind 40 % rule
+    got = _measurement(_bench(25.0, 4.75, 1000, 15000), _dep("dflash", 15))
+    assert "logs.measurement.bench-low-acceptance" not in got and "logs.measurement.bench-temperature" not in got
+    # 45 % at K=2 is 1.90 tokens/step: within what an MTP head accepts at K=2 (floor 1.73); 12 % (1.24) is not
+    assert "logs.measurement.bench-low-acceptance" not in _measurement(_bench(45.0, 1.90, 1000, 2000), _dep("mtp", 2))
+    low = _measurement(_bench(12.0, 1.24, 1000, 2000), _dep("mtp", 2))
+    assert low["logs.measurement.bench-low-acceptance"].category.value == "low-acceptance"

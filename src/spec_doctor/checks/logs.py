@@ -329,6 +329,21 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
     return out
 
 
+def _bench_low(b: dict, method: str | None, k_cfg: int | None) -> bool | None:
+    """Is a `vllm bench serve` result's acceptance low? Judged like a log stream when its acceptance length and K
+    (draft tokens / drafts, or the deployment's) are known: below what the step's drafting costs, or below the
+    method's published range at that K; otherwise by the rate alone. None: the block shows no acceptance."""
+    rate, al = b.get("acceptance_rate"), b.get("acceptance_length")
+    drafts, tokens = b.get("drafts"), b.get("draft_tokens")
+    k = round(tokens / drafts) if drafts and tokens else k_cfg
+    if al is not None and k:
+        judged = acc.judge_acceptance(method, k, al, drafts=drafts)
+        return al < 1 + acc.step_draft_cost(method, k)[1] or judged.below
+    if rate is None:
+        return None
+    return rate < 100 * threshold("low_acceptance")
+
+
 def _judged_data(j: acc.Judgement) -> dict:
     """The method expectation a stream was judged by, for the report's data (empty when there was none)."""
     e = j.expectation
@@ -755,12 +770,14 @@ def measurement(facts: Mapping[str, Any]) -> list[Finding]:
                                     "--num-prompts 200",)), impact_score=0.5))
     bug = _bugs()["bench-default-temperature"]
     spec_seen = _spec_on(facts)
+    method, k_cfg = _spec_method(facts), _deployment_k(facts)
     for f in files:
         for b in f.bench:
             src = f"{f.display}:{b['line']}-{b.get('last_line', b['line'])}"
             inside = _in(version, bug.get("versions"))
             rate = b.get("acceptance_rate")
-            fine = rate is not None and rate >= 100 * threshold("low_acceptance")
+            low = _bench_low(b, method, k_cfg)
+            fine = low is False
             if inside is not False and not fine and (b.get("acceptance_rate") is not None or b.get("drafts")
                                                      or spec_seen):
                 # Only where the run's acceptance is in question (a benchmark that shows good acceptance, or one
@@ -788,10 +805,13 @@ def measurement(facts: Mapping[str, Any]) -> list[Finding]:
                         "the fix).", ()),
                     impact="no false verdict from an impossible figure", impact_score=0.4,
                     data={"peak": peak, "average": mean_out}))
-            if rate is not None and rate < 100 * threshold("low_acceptance"):
+            if low:
+                al = b.get("acceptance_length")
                 out.append(Finding("logs.measurement.bench-low-acceptance", Category.LOW_ACCEPTANCE, Severity.WARNING, 0.6,
-                                   f"The benchmark reports {rate:.1f}% draft acceptance",
-                                   (Evidence(src, f"Acceptance rate (%): {rate}"),),
+                                   "The benchmark reports "
+                                   + (f"{rate:.1f}% draft acceptance" if rate is not None else f"{al:g} tokens/step"),
+                                   (Evidence(src, f"Acceptance rate (%): {rate}"
+                                             + (f", Acceptance length: {al:g}" if al else "")),),
                                    Fix("Re-measure at temperature 0 on natural text before blaming the draft.",
                                        ("vllm bench serve --dataset-name sharegpt --temperature 0.0",)),
                                    impact_score=0.5))
