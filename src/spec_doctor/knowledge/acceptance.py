@@ -12,6 +12,16 @@ Conventions (see Leviathan et al. 2023, arXiv:2211.17192, and vLLM V1 ``vllm/v1/
 * ``c``          cost ratio: one draft forward step / one target forward step.
 * ``verify_cost`` one target verification of K+1 tokens / one plain target decode step (1.0 when the
                  target is memory-bound, Leviathan's assumption; larger when compute-bound).
+
+What a working drafter of each method accepts (knowledge/data/acceptance.toml, every row with its source URL):
+
+* ``expected_acceptance(method, k)`` -> ``Expectation`` (typical / floor mean acceptance length and rate at K,
+  ``sources``, ``describe()``), or None when the method has no published measurement.
+* ``judge_acceptance(method, k, mean_acceptance_length, drafts=n)`` -> ``Judgement`` ("below" / "normal" /
+  "unknown", ``shortfall`` against the floor, ``clearly_below``), the sample size widening the noise band.
+* ``shortfall_grade(judgement, drafted_tokens, hot=...)`` -> (severity, confidence) for a finding;
+  ``expectation_text(judgement)`` -> the sentence a finding quotes; ``step_draft_cost(method, k)`` -> what one
+  step's drafting costs (K c, or one c for a block drafter), the break-even being 1 + that.
 """
 
 from __future__ import annotations
