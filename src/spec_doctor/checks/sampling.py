@@ -74,6 +74,8 @@ def temperature(facts: Mapping[str, Any]) -> list[Finding]:
     vLLM V1 drafts greedily and accepts each draft token with the target's probability of it, so at
     temperature >= 0.7 acceptance falls whatever the draft. The draft's own quality (low-acceptance) and
     K (k-too-large) can only be judged once sampling is ruled out: measure at T=0 on the same prompts.
+    "Low" is judged against the method's published range at its K (knowledge/data/acceptance.toml) where there is
+    one; with the temperature unknown, acceptance far below that range names hot sampling as a suspect (a note).
     """
     cfg = facts["config.deployment"]
     method = getattr(getattr(cfg, "speculative", None), "method", None)
