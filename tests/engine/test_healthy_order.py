@@ -45,13 +45,26 @@ def _demo(facts):
     return [_f("h.demo.caveat", "measurement"), _f("h.demo.ok", "healthy")]
 
 
-def _report():
-    store = FactStore(Inputs(), {"demo": lambda s: 1})
+LOG_ROW = {"input": "--log x.log", "kind": "log", "ok": True, "speculation": True, "reason": None}
+
+
+def _report(assessed: bool = True):
+    providers = {"demo": lambda s: 1, "inputs.status": lambda s: [LOG_ROW] if assessed else []}
+    store = FactStore(Inputs(), providers)
     return report_dict(diagnose(store.inputs, catalog=Catalog(checks=[_demo]), store=store))
+
+
+def test_a_report_whose_verdict_is_not_healthy_leads_with_its_findings():
+    # nothing said anything about speculation: the verdict is unknown, so a healthy note is no basis to lead with
+    report = _report(assessed=False)
+    assert report["verdict"] == "unknown"
+    assert [f["id"] for f in report["findings"]] == ["h.demo.caveat", "h.demo.ok"]
+    assert "Caveats" not in reports.renderer("markdown")(report)
 
 
 def test_every_format_shows_the_healthy_basis_before_the_caveats():
     report = _report()
+    assert report["verdict"] == "healthy"
     assert [f["id"] for f in report["findings"]] == ["h.demo.ok", "h.demo.caveat"]
     md = reports.renderer("markdown")(report)
     assert md.index("### Checked and fine") < md.index("### Caveats") < md.index("h.demo.caveat")

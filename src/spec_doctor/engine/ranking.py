@@ -28,12 +28,13 @@ def healthy_leads(findings: Iterable[Finding]) -> bool:
         f.category is not Category.HEALTHY and f.severity.rank >= Severity.WARNING.rank for f in items)
 
 
-def rank(findings: Iterable[Finding]) -> list[Finding]:
+def rank(findings: Iterable[Finding], *, healthy_verdict: bool | None = None) -> list[Finding]:
     """Problems by score (severity x confidence x impact), stable by id, then the healthy notes -- except when the
-    report leads with its healthy notes (``healthy_leads``): then the notes from checks beyond the environment,
-    then the environment's, then the info caveats by score."""
+    report leads with its healthy notes: then the notes from checks beyond the environment, then the environment's,
+    then the info caveats by score. ``healthy_verdict``: whether the report's verdict is healthy (the caller that
+    decided it says so); None judges from the findings alone (``healthy_leads``)."""
     items = list(findings)
-    if healthy_leads(items):
+    if healthy_leads(items) if healthy_verdict is None else healthy_verdict:
         def lead(f: Finding) -> int:
             if f.category is not Category.HEALTHY:
                 return 2
