@@ -91,8 +91,8 @@ def temperature(facts: Mapping[str, Any]) -> list[Finding]:
     ev += [Evidence(o.source, _figure(o.rate, o.length, o.k)) for o in low[:4]]
     return [Finding(
         "sampling.temperature.low-acceptance", Category.HIGH_TEMPERATURE, Severity.WARNING, 0.8,
-        f"Acceptance {_figure(min(low, key=lambda o: o.length or o.rate or 0).rate, None, None)} at temperature "
-        f"{temp:g}: "
+        f"Acceptance {_brief(min(low, key=lambda o: (o.rate if o.rate is not None else 1.0, o.length or 0.0)))} "
+        f"at temperature {temp:g}: "
         "sampling is not ruled out as the cause",
         evidence=tuple(ev),
         fix=Fix("Measure acceptance at temperature 0 on the same prompts; if it is high there, the draft is fine "
@@ -109,6 +109,13 @@ def _graded(o: Observed) -> bool:
     if (o.length is not None and o.length <= 1.0 + 1e-6) or (o.rate is not None and o.rate <= 0.0):
         return False
     return not o.per_position or all(p > 0.0 for p in o.per_position)
+
+
+def _brief(o: Observed) -> str:
+    """'10.3 %', or '1.21 tokens/step at K=2' when only the length is known."""
+    if o.rate is not None:
+        return f"{100 * o.rate:.1f} %"
+    return f"{o.length:.2f} tokens/step" + (f" at K={o.k}" if o.k else "") if o.length is not None else "unknown"
 
 
 def _figure(rate: float | None, al: float | None, k: int | None) -> str:
