@@ -131,7 +131,8 @@ def test_retyped_figures_are_read_as_acceptance():
 def test_tables_and_lines_without_acceptance_figures_are_not_read():
     text = ("| Variant | Output tok/s | Mean TPOT |\n|---|---:|---:|\n| stock | 113.40 | 7.98 ms |\n"
             "the acceptance length was discussed in the thread\n"
-            "acceptance length: 9.5 (k=3)\n")  # impossible at K=3: at most 4 tokens/step
+            "acceptance length: 9.5 (k=3)\n"  # impossible at K=3: at most 4 tokens/step
+            "seq normalized acceptance length: 2.96\n")  # vLLM's offline summary: another quantity
     assert parse_text(text, "t.log").spec_streams == []
 
 

@@ -564,7 +564,8 @@ _CELL_NUM = re.compile(r"(\d+(?:\.\d+)?)\s*(%?)")
 def parse_retyped_length(msg: str) -> SpecLine | None:
     """A retyped mean acceptance length on one line, with the K the same line names (if any)."""
     m = RETYPED_LENGTH.search(msg)
-    if m is None:
+    if m is None or re.search(r"(?i)normali[sz]ed\W*$", msg[:m.start()]):
+        # ("seq normalized acceptance length" in vLLM's offline summary is another quantity)
         return None
     km = RETYPED_K.search(msg)
     k = int(km.group(1)) if km else None
