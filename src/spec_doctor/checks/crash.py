@@ -9,6 +9,7 @@ and what follows a requested shutdown is the shutdown.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -58,8 +59,26 @@ def _traits(facts: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(traits)
 
 
-@check("logs.crash", categories=["engine-bug", "config-unsupported-combo", "oom", "cuda-graph", "env-version",
-                                 "vocab-mismatch", "config-deprecated", "quantization"],
+# What a traceback can be filed under: the crash-site rows' categories and those vLLM's catalogue gives exceptions.
+_CRASH_CATEGORIES = ("engine-bug", "config-unsupported-combo", "oom", "cuda-graph", "env-version", "vocab-mismatch",
+                     "config-deprecated", "quantization", "env-platform", "kv-pressure", "scheduler-config")
+_EXCEPTION_KIND = re.compile(r"^[A-Z]\w*(?:Error|Exception)$")
+
+
+def _catalogue_category(tpl: Mapping[str, Any] | None, row: Any) -> Category | None:
+    """The category vLLM's message catalogue gives this exception's own message (data/catalogue.json, by the mining
+    rules over the exact message, its exception type and its raising module). A crash-site row that matched by
+    where the exception was raised, its type or a word in it says less than that; only a row that knows what the
+    catalogue cannot (a deployment trait it `requires`, a reading of its message that holds only with speculation
+    on) keeps its own category."""
+    if not tpl or (row is not None and (row.requires or (row.spec and row.message is not None))):
+        return None
+    if not _EXCEPTION_KIND.match(str(tpl.get("kind") or "")) or tpl.get("category") not in _CRASH_CATEGORIES:
+        return None
+    return Category(tpl["category"])
+
+
+@check("logs.crash", categories=list(_CRASH_CATEGORIES),
        needs=["logs.events"], wants=["logs.files", "spec.evidence", "config.deployment", "models.target",
                                      "models.draft", "vllm.version", "vllm.version_range"],
        findings={"logs.crash.traceback": "vLLM raised an exception (classified by where it was raised)"},
@@ -97,21 +116,27 @@ def crash(facts: Mapping[str, Any]) -> list[Finding]:
         msg = (tb["exc_msg"] or "").strip()
         where = f"{tb['site']} in {tb['func']}" if tb["site"] else "a frame outside vLLM"
         category = Category(row.category) if row is not None else Category.ENGINE_BUG
-        title = (row.title if row is not None else "vLLM crashed") + f": {exc}" + (f": {clip(msg, 120)}" if msg else "")
+        tpl = tb.get("template")
+        catalogued = _catalogue_category(tpl, row)
+        by_message = catalogued is not None and catalogued is not category
+        if catalogued is not None:
+            category = catalogued
+        title = ("vLLM stopped with an error" if by_message else row.title if row is not None else "vLLM crashed") + \
+            f": {exc}" + \
+            (f": {clip(msg, 120)}" if msg else "")
         ev = [Evidence(tb["source"], f"{exc}{': ' + clip(msg, 300) if msg else ''} (raised in {where})")]
         if tb["frames"]:
             ev.append(Evidence(tb["source"], "vLLM frames: " + " <- ".join(reversed(tb["frames"]))))
         if entry["count"] > 1:
             ev.append(Evidence(", ".join(entry["sources"][1:4]), f"the same traceback {entry['count']} times"))
-        tpl = tb.get("template")
         if tpl and tpl.get("source"):
             ev.append(Evidence(tpl["source"], f"vLLM's message (in releases {tpl.get('first_version')}-"
                                               f"{tpl.get('last_version')}): {clip(tpl['template'], 200)}"))
         # A row written for this message says more than the catalogue's generic fix for its kind of message.
-        specific = row is not None and row.message is not None
+        specific = row is not None and row.message is not None and not by_message
         fix_text = (row.fix if specific and row is not None else
                     tpl["fix"] if tpl and tpl.get("fix") and tpl.get("category") == category.value else
-                    row.fix if row is not None else
+                    row.fix if row is not None and not by_message else
                     "Read the exception and the innermost vLLM frame; upgrade to the newest release or report it.")
         life = _lifetime(tpl, facts.get("vllm.version")) if category is Category.ENGINE_BUG else None
         known = crash_bug(tb["exc_type"], msg, tb["modules"], _method(facts), facts.get("vllm.version"),
@@ -123,15 +148,16 @@ def crash(facts: Mapping[str, Any]) -> list[Finding]:
             fix_text, life = kb.fix, None
         if life:
             fix_text = f"{fix_text} {life}"
-        conf = row.confidence if row is not None else 0.4
+        conf = row.confidence if row is not None else 0.55 if catalogued is not None else 0.4
         if not tb["exc_type"]:
             conf = min(conf, 0.5)  # the traceback was cut off before its exception
         out.append(Finding("logs.crash.traceback", category, Severity.ERROR, conf, title, tuple(ev),
                            Fix(fix_text, known[0].commands if known is not None else
-                               row.commands_for(msg) if row is not None else ()),
+                               row.commands_for(msg) if row is not None and not by_message else ()),
                            impact="The server or a request crashed.", impact_score=0.9,
                            data={"exception": tb["exc_type"], "message": msg[:500], "site": tb["site"],
                                  "function": tb["func"], "rule": row.id if row is not None else None,
+                                 "catalogue_category": catalogued.value if catalogued is not None else None,
                                  "known_bug": known[0].id if known is not None else None,
                                  "speculation_on": spec_on}))
     return out
