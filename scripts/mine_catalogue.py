@@ -252,7 +252,8 @@ RULES: list[Rule] = [
          r"requires? (?:an? )?(?:sm ?_?\d{2,3}\w*|hopper|blackwell|ampere|ada|volta|turing)\b|"
          r"\bsm ?_?(?:[789]\d|1[0-2]\d)x?\b|(?:on|for) this (?:device|gpu|hardware)|"
          r"(?:disabled|not supported) on (?:blackwell|hopper|ampere|ada|volta|turing)|"
-         r"(?:not fully|partially) supported (?:on|by) (?:rocm|xpu|tpu|hpu|cpu|neuron)|infer (?:the )?device type",
+         r"(?:not fully|partially) supported (?:on|by) (?:rocm|xpu|tpu|hpu|cpu|neuron)|infer (?:the )?device type|"
+         r"only (?:available|supported) on (?:rocm|cuda|xpu|tpu|hpu|cpu|nvidia|amd|intel)\b",
          fix="The platform limits this feature; run on a supported GPU/OS or turn the feature off."),
     # What platform code (platforms/*, a CPU/XPU/TPU/HPU/Neuron worker or executor) refuses is that platform's limit.
     Rule("platform-code", "env-platform",
@@ -303,13 +304,18 @@ RULES: list[Rule] = [
          kinds=EXC_KINDS,
          fix="This vLLM release cannot run this model architecture this way: upgrade vLLM or use a supported "
              "model/method."),
+    # K > 1 on a drafter that has one layer (an MTP head run again for every position): acceptance falls with K.
+    Rule("k-one-layer", "k-too-large", r"only (?:have|has) one layer|one (?:mtp )?layer.{0,80}multiple layers",
+         spec=True, kinds=LOG_KINDS,
+         fix="This drafter has one layer; each extra speculative token reruns it. Keep num_speculative_tokens low "
+             "(1-2) unless the per-position acceptance says more pays."),
     # Combinations vLLM rejects or mishandles (phrases that name a combination).
     Rule("combo", "config-unsupported-combo",
          r"not (?:yet |currently )?supported|unsupported|isn't supported|not (?:yet |currently )?compatible|isn'?t compatible|"
          r"aren'?t compatible|incompatible|"
          r"(?:cannot|can't|can not) (?:currently )?(?:be )?(?:used|run|enabled|combined) (?:with|together|when|"
          r"for|in)|can only be used|only supports?|does not (?:yet |currently )?support|doesn't support|"
-         r"do not support|doesn't (?:yet |currently )?support|does not have .{0,30}support|disable one of them|"
+         r"do not support|doesn't (?:yet |currently )?support|(?:does not|doesn't) fully support|does not have .{0,30}support|disable one of them|"
          r"(?:use|using|consider) a different (?:attention )?backend|is enabled,? but .{0,80}(?:does not|doesn't|not) |"
          r"mutually exclusive|conflict|won'?t (?:currently )?work|will not work|does not work|doesn't work|"
          r"only .{1,40} (?:is|are) supported|(?:enabled|used) (?:simultaneously|together) only|has no support|"
