@@ -8,6 +8,7 @@ vLLM version is unknown, version-gated findings say so and carry a lower confide
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -279,12 +280,23 @@ def spec_keys(facts: Mapping[str, Any]) -> list[Finding]:
                                impact="the server starts and does what the config says", impact_score=0.6,
                                data={"key": key}))
         elif status == "noop" and row:
-            out.append(Finding("config.spec-keys.noop", Category.CONFIG_DEPRECATED, Severity.WARNING, 0.85,
-                               f"\"{key}\" has no effect in vLLM {version}: {row['noop_effect']}",
-                               evidence=ev + (Evidence(row["source"], row.get("note", "")),),
+            # A key that would do nothing even where it works (a length limit at or above the server's own) loses
+            # the user nothing: a note, not a warning.
+            bound = row.get("noop_harmless_at_least")
+            server = human_int(cfg.args.get(bound)) if bound else None
+            mine = human_int(value)
+            harmless = server is not None and mine is not None and mine >= server
+            out.append(Finding("config.spec-keys.noop", Category.CONFIG_DEPRECATED,
+                               Severity.INFO if harmless else Severity.WARNING, 0.85,
+                               f"\"{key}\" has no effect in vLLM {version}: {row['noop_effect']}"
+                               + (f" (harmless here: {mine} is not below the server's --{str(bound).replace('_', '-')} "
+                                  f"{server})" if harmless else ""),
+                               evidence=ev + (Evidence(row["source"], row.get("note", "")),)
+                               + ((Evidence(cfg.source_of(str(bound)), f"{bound}={cfg.args.get(bound)}"),)
+                                  if harmless else ()),
                                fix=Fix(row["noop_fix"], _fix_cmds(cfg, version)),
-                               impact=f"no false sense of protection ({row['noop_effect']})", impact_score=0.5,
-                               data={"key": key}))
+                               impact=f"no false sense of protection ({row['noop_effect']})",
+                               impact_score=0.1 if harmless else 0.5, data={"key": key, "harmless": harmless}))
         elif status == "not-yet" and row:
             assert version is not None
             sev = Severity.ERROR if _base(version) < Version("0.11.1") or unknown_keys_rejected(version) \
@@ -616,6 +628,12 @@ def _crash(facts: Mapping[str, Any]) -> Evidence | None:
     return None
 
 
+def _memory_trouble(facts: Mapping[str, Any]) -> Evidence | None:
+    """Where the logs show memory running out (fact memory.trouble), as evidence; None when they do not."""
+    t = facts.get("memory.trouble")
+    return Evidence(t["source"], clip(t["text"], 200)) if t else None
+
+
 def _ran(facts: Mapping[str, Any]) -> str | None:
     """Where the log shows speculation drafting (spec-decode metrics with drafted tokens), else None."""
     for a in facts.get("logs.acceptance") or []:
@@ -792,6 +810,26 @@ def parallel(facts: Mapping[str, Any]) -> list[Finding]:
     return out
 
 
+_HUMAN_INT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)\s*$")
+
+
+def human_int(value: Any) -> int | None:
+    """An integer argument as vLLM reads it (vllm/engine/arg_utils.py human_readable_int, 0.10+): '160K' = 160 x
+    1024, '25.6k' = 25600 (lower-case suffixes are decimal, upper-case binary); plain ints as they are."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return int(value)
+    m = _HUMAN_INT.match(str(value))
+    if not m:
+        return None
+    number, suffix = float(m.group(1)), m.group(2)
+    if not suffix:
+        return int(number)
+    power = "kmgt".index(suffix.lower()) + 1
+    return int(number * (1000 ** power if suffix.islower() else 1024 ** power))
+
+
 def _int(value: Any) -> int | None:
     if isinstance(value, bool) or value is None:
         return None
@@ -939,12 +977,14 @@ def _refused_budget(facts: Mapping[str, Any], cfg: DeploymentConfig, mbt: int | 
 
 @check("config.scheduler", categories=[Category.SCHEDULER_CONFIG, Category.OOM, Category.K_TOO_LARGE,
                                        Category.HIGH_TEMPERATURE],
-       needs=["config.deployment"], wants=["vllm.version", "models.target", "logs.files"], sources=[SIGNALS, DOCS],
+       needs=["config.deployment"], wants=["vllm.version", "models.target", "logs.files", "memory.trouble"],
+       sources=[SIGNALS, DOCS],
        findings={
            "config.scheduler.max-num-seqs-low": "--max-num-seqs so low that requests queue instead of batching",
            "config.scheduler.batched-tokens": "--max-num-batched-tokens below (k+1) x max-num-seqs",
            "config.scheduler.chunked-prefill-off": "chunked prefill turned off on the V1 engine",
-           "config.scheduler.gpu-memory": "--gpu-memory-utilization >= 0.95 leaves no headroom for the drafter",
+           "config.scheduler.gpu-memory": "--gpu-memory-utilization >= 0.95 leaves no headroom for the drafter (oom "
+                                         "only with an out-of-memory sign in the logs, else a note)",
            "config.scheduler.k-large": "num_speculative_tokens above 7 (rarely pays; start at 3-5)",
            "config.scheduler.temperature": "high sampling temperature with speculation",
        })
@@ -1009,13 +1049,20 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
             impact="steadier decode speed while prompts arrive", impact_score=0.3))
     gmu = _float(cfg.args.get("gpu_memory_utilization"))
     if gmu is not None and gmu >= threshold("gpu_memory_utilization_max"):
+        # A high utilization is a risk, not a diagnosis: vLLM sizes the KV cache to it and many servers run at
+        # 0.95+. It is an `oom` finding only when the inputs show memory trouble (an out-of-memory line or
+        # traceback); otherwise a note.
+        trouble = _memory_trouble(facts)
         out.append(Finding(
-            "config.scheduler.gpu-memory", Category.OOM, Severity.WARNING, 0.5,
-            f"--gpu-memory-utilization {gmu} leaves almost no headroom for the drafter and CUDA graphs",
+            "config.scheduler.gpu-memory", Category.OOM if trouble else Category.HEALTHY,
+            Severity.WARNING if trouble else Severity.INFO, 0.6 if trouble else 0.4,
+            f"--gpu-memory-utilization {gmu} leaves almost no headroom for the drafter and CUDA graphs"
+            + ("" if trouble else " (a risk only: nothing in the inputs shows memory running out)"),
             evidence=(Evidence(cfg.source_of("gpu_memory_utilization"), f"gpu_memory_utilization={gmu}"),
-                      _spec_ev(cfg)),
+                      _spec_ev(cfg)) + ((trouble,) if trouble else ()),
             fix=Fix("Leave headroom:", ("--gpu-memory-utilization 0.90",)),
-            impact="no out-of-memory at graph capture or under load", impact_score=0.5, data={"value": gmu}))
+            impact="no out-of-memory at graph capture or under load", impact_score=0.5 if trouble else 0.0,
+            data={"value": gmu, "memory_trouble": trouble is not None}))
     # A block-parallel drafter (DFlash) proposes its whole block in one pass: K up to the block is its design.
     block = thresholds()["block_parallel_k_max"]
     k_max = int(block["value"]) if str(spec.method or "").lower() in block["methods"] else 7
