@@ -143,3 +143,135 @@ def inputs_missing(facts: Mapping[str, Any]) -> list[Finding]:
                     Fix("Give what is missing (see the evidence), or measure speculation on and off on this server",
                         ("spec-doctor tune --cmd \"<your vllm serve command>\"",)),
                     impact_score=0.1)]
+
+
+def _observed_tokens_per_step(facts: Mapping[str, Any]) -> tuple[float, str] | None:
+    """The best tokens per speculative step a log stream shows over enough drafted tokens, with its source."""
+    from spec_doctor.knowledge.data import threshold
+
+    best: tuple[float, str] | None = None
+    for a in facts.get("logs.acceptance") or []:
+        tau = a.get("mean_acceptance_length")
+        if tau and (a.get("drafted") or 0) >= threshold("min_drafted_tokens") and (best is None or tau > best[0]):
+            best = (float(tau), str(a.get("source") or "log"))
+    return best
+
+
+def _conditions(facts: Mapping[str, Any], dep: Any, v0: bool) -> tuple[set[str], list[Evidence]]:
+    """Which overhead.toml `when` conditions hold, with the evidence for each."""
+    from spec_doctor.knowledge.data import threshold
+    from spec_doctor.knowledge.models import text_config
+    from spec_doctor.knowledge.speedup import hybrid_target
+
+    spec = dep.speculative
+    held: set[str] = set()
+    ev: list[Evidence] = []
+    target = facts.get("models.target")
+    if target is not None:
+        cfg = text_config(getattr(target, "config", None) or {})
+        why = hybrid_target(getattr(target, "model_type", None) or cfg.get("model_type"), cfg.get("layer_types"),
+                            getattr(target, "ref", None))
+        if why:
+            held.add("hybrid-target")
+            ev.append(Evidence(getattr(target, "config_source", "models.target"), f"hybrid target: {why}"))
+        active = getattr(target, "active_param_count", None) or getattr(target, "param_count", None)
+        if active and active <= threshold("fast_target_active_b") * 1e9:
+            held.add("fast-target")
+            ev.append(Evidence(getattr(target, "source", "models.target"),
+                               f"target {getattr(target, 'name', '')}: ~{active / 1e9:.1f}B active parameters per token "
+                               "(a short plain decode step)"))
+    if spec.method == "draft_model":
+        dtp = spec.draft_tensor_parallel_size
+        tp = dep.tensor_parallel_size
+        eff = dtp if dtp is not None else (tp if v0 else 1)
+        if eff and eff > 1:
+            held.add("draft-tp")
+            ev.append(Evidence(spec.source or dep.origin, f"the draft runs at TP {eff}"
+                               + ("" if dtp is not None else " (no draft TP given: V0 runs the draft at the target's TP)")))
+        draft = facts.get("models.draft")
+        if draft is not None and getattr(draft, "quantization", None):
+            held.add("draft-quantized")
+            ev.append(Evidence(getattr(draft, "quantization_source", None) or getattr(draft, "ref", "models.draft"),
+                               f"draft {getattr(draft, 'name', '')} is {draft.quantization}-quantized"))
+    if dep.get("enforce_eager") is True or spec.enforce_eager is True:
+        held.add("eager")
+        ev.append(Evidence(dep.source_of("enforce_eager"), "enforce_eager: drafter without CUDA graphs"))
+    return held, ev
+
+
+@check("speedup.method-cost", categories=["spec-overhead", "healthy"], needs=["config.deployment"],
+       wants=["vllm.version", "models.target", "models.draft", "logs.acceptance", "speedup.estimate"],
+       findings={"speedup.method-cost.likely": "the method, engine generation and target make speculation likely "
+                                               "to cost more per step than it saves (no measurement here)",
+                 "speedup.method-cost.paid": "the log's tokens per step pay the known per-step cost"},
+       sources=["knowledge/data/overhead.toml", "https://github.com/vllm-project/vllm/issues/4630"])
+def method_cost(facts: Mapping[str, Any]) -> list[Finding]:
+    """What the deployment tells about speculation's per-step cost before any metric.
+
+    Rows of knowledge/data/overhead.toml match the method, the vLLM release (a stated one, an inferred range by the
+    share of its releases, an unknown one by the share of the releases that have the method) and the deployment
+    (hybrid target, few active parameters, draft TP, a quantized draft, eager mode). Matching rows combine as
+    independent causes. A log showing at least a row's break-even tokens per step silences it; a speedup estimate
+    (speedup.verdict) replaces the whole prior.
+    """
+    from spec_doctor.knowledge.speedup import method_costs
+
+    if facts.get("speedup.estimate") is not None:
+        return []  # measured: speedup.verdict decides
+    dep = facts["config.deployment"]
+    spec = dep.speculative
+    if spec is None or not spec.method:
+        return []
+    v = facts.get("vllm.version")
+    value = getattr(v, "value", v)
+    inferred = bool(getattr(v, "inferred", False))
+    low, high = (getattr(v, "low", None) or value, getattr(v, "high", None) or value) if inferred else (None, None)
+    from packaging.version import Version
+
+    newest_v0 = Version("0.9.2")
+    v0 = value is not None and Version(str(value).split("+")[0]).release <= newest_v0.release if not inferred \
+        else high is not None and Version(str(high)).release <= newest_v0.release
+    held, cond_ev = _conditions(facts, dep, v0 or value is None)
+    rows = method_costs(spec.method, held, version=value, low=low, high=high)
+    if not rows:
+        return []
+    seen = _observed_tokens_per_step(facts)
+    paid = [r for r in rows if seen is not None and r.break_even_tokens_per_step is not None
+            and seen[0] >= r.break_even_tokens_per_step]
+    rows = [r for r in rows if r not in paid]
+    if not rows:
+        assert seen is not None
+        return [Finding("speedup.method-cost.paid", Category.HEALTHY, Severity.INFO, 0.5,
+                        f"{seen[0]:.2f} tokens per step pay the known per-step cost of this setup "
+                        f"({'; '.join(r.title for r in paid)})",
+                        (Evidence(seen[1], f"{seen[0]:.2f} tokens per speculative step"),)
+                        + tuple(Evidence(r.source.split(' ', 1)[0], r.why) for r in paid), impact_score=0.0)]
+    miss = 1.0
+    for r in rows:
+        miss *= 1.0 - r.confidence
+    conf = 1.0 - miss
+    if inferred and any(r.share < 1 for r in rows):
+        # Rows that hold in only part of the inferred range are as sure as the range is.
+        conf *= 0.5 + 0.5 * float(getattr(v, "confidence", 0.5))
+    conf = round(min(0.9, conf), 3)
+    where = (f"vLLM {value}" if value is not None and not inferred else
+             f"vLLM {getattr(v, 'label', lambda: str(value))()} (inferred)" if inferred else "vLLM (version unknown)")
+    ev = [Evidence(spec.source or dep.origin, f"method '{spec.method}' on {where}")] + cond_ev
+    ev += [Evidence(r.source, r.why + (f" (applies to {r.share:.0%} of the releases this could be)"
+                                       if r.share < 1 else "")) for r in rows]
+    if seen is not None:
+        ev.append(Evidence(seen[1], f"{seen[0]:.2f} tokens per speculative step: below the "
+                                    f"~{min(r.break_even_tokens_per_step or 0 for r in rows):.1f} these costs need"))
+    k = spec.num_speculative_tokens
+    cmds = [speculative_config_flag(spec, 1)] if k and k > 1 else []
+    return [Finding(
+        "speedup.method-cost.likely", Category.SPEC_OVERHEAD,
+        Severity.WARNING if conf >= 0.4 else Severity.INFO, conf,
+        f"Speculation is likely to cost more per step than it saves here: "
+        + "; ".join(r.title for r in rows) + " (no throughput measurement in the inputs)",
+        tuple(ev),
+        Fix("Measure speculation on and off on this deployment before keeping it; " + "; ".join(r.fix for r in rows),
+            tuple(cmds + ["spec-doctor tune --cmd \"<your vllm serve command>\"", _OFF])),
+        impact="plain decoding may be faster on this setup", impact_score=round(0.4 + 0.5 * conf, 3),
+        data={"rows": [r.id for r in rows], "conditions": sorted(held),
+              "observed_tokens_per_step": seen[0] if seen else None})]
