@@ -218,10 +218,13 @@ def method_cost(facts: Mapping[str, Any]) -> list[Finding]:
 
     if facts.get("speedup.estimate") is not None:
         return []  # measured: speedup.verdict decides
+    from spec_doctor.knowledge.data import threshold
+    from spec_doctor.knowledge.specdata import looks_like_ngram_typo
+
     dep = facts["config.deployment"]
     spec = dep.speculative
-    if spec is None or not spec.method:
-        return []
+    if spec is None or not spec.method or spec.method_origin != "explicit" and looks_like_ngram_typo(spec.model):
+        return []  # (a misspelled '[ngram]' is not the draft model vLLM's guess makes of it: config.flags says so)
     v = facts.get("vllm.version")
     value = getattr(v, "value", v)
     inferred = bool(getattr(v, "inferred", False))
@@ -236,6 +239,8 @@ def method_cost(facts: Mapping[str, Any]) -> list[Finding]:
     if not rows:
         return []
     seen = _observed_tokens_per_step(facts)
+    if seen is not None and seen[0] < threshold("spec_overhead_min_tokens_per_step"):
+        return []  # drafts are hardly accepted: that is the finding (logs.acceptance), not the step's cost
     paid = [r for r in rows if seen is not None and r.break_even_tokens_per_step is not None
             and seen[0] >= r.break_even_tokens_per_step]
     rows = [r for r in rows if r not in paid]
@@ -275,3 +280,61 @@ def method_cost(facts: Mapping[str, Any]) -> list[Finding]:
         impact="plain decoding may be faster on this setup", impact_score=round(0.4 + 0.5 * conf, 3),
         data={"rows": [r.id for r in rows], "conditions": sorted(held),
               "observed_tokens_per_step": seen[0] if seen else None})]
+
+
+def _effective_k(spec: Any, version: Any) -> tuple[int | None, str]:
+    """K as configured, else the method's default (overhead.toml [[default_k]]), with where it came from."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    from spec_doctor.knowledge.data import load
+
+    if spec.num_speculative_tokens:
+        return int(spec.num_speculative_tokens), spec.source or "speculative config"
+    for row in load("overhead.toml").get("default_k", []):
+        if row["method"] == spec.method and (version is None or Version(Version(str(version)).base_version)
+                                              in SpecifierSet(row["versions"])):
+            return int(row["value"]), row["source"]
+    return None, ""
+
+
+@check("speedup.verify-budget", categories=["high-concurrency"], needs=["config.deployment"],
+       wants=["vllm.version", "speedup.estimate"],
+       findings={"speedup.verify-budget.low-knee": "K is so large that verification turns compute-bound at a "
+                                                   "concurrency the server admits"},
+       sources=["https://github.com/vllm-project/vllm/issues/4565", "knowledge/data/gpus.toml"])
+def verify_budget(facts: Mapping[str, Any]) -> list[Finding]:
+    """Where verification turns compute-bound: each step verifies K+1 tokens per request, and a decode step is
+    compute-bound from about thresholds.toml verify_knee_tokens tokens on; with a large K (suffix decoding's default
+    24) that concurrency is low, and above it speculation costs throughput. A speedup estimate replaces this."""
+    from spec_doctor.knowledge.data import threshold
+
+    if facts.get("speedup.estimate") is not None:
+        return []
+    dep = facts["config.deployment"]
+    spec = dep.speculative
+    if spec is None or not spec.method:
+        return []
+    v = facts.get("vllm.version")
+    k, k_src = _effective_k(spec, getattr(v, "value", v))
+    if not k:
+        return []
+    knee = threshold("verify_knee_tokens") / (k + 1)
+    seqs = dep.max_num_seqs or int(threshold("default_max_num_seqs"))
+    if knee > threshold("verify_knee_requests_max") or seqs <= knee:
+        return []
+    implicit = not spec.num_speculative_tokens
+    return [Finding(
+        "speedup.verify-budget.low-knee", Category.HIGH_CONCURRENCY, Severity.INFO, 0.45 if implicit else 0.4,
+        f"K={k}{' (the default for ' + spec.method + ')' if implicit else ''}: every step verifies {k + 1} tokens per "
+        f"request, so above ~{knee:.0f} concurrent requests verification is compute-bound and speculation costs "
+        f"throughput (the server admits {seqs})",
+        (Evidence(k_src, f"num_speculative_tokens = {k}"),
+         Evidence(dep.source_of("max_num_seqs") if dep.max_num_seqs else "vLLM default",
+                  f"max_num_seqs = {seqs}"),
+         Evidence("knowledge/data/thresholds.toml verify_knee_tokens",
+                  f"a decode step is compute-bound from ~{threshold('verify_knee_tokens'):.0f} tokens")),
+        Fix("Cap K where concurrency is high, or keep speculation for low-concurrency servers:",
+            (speculative_config_flag(spec, 8), "--max-num-seqs " + str(max(1, int(knee))))),
+        impact="no throughput loss at high concurrency", impact_score=0.5,
+        data={"k": k, "knee_requests": round(knee, 1), "max_num_seqs": seqs})]
