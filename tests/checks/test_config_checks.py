@@ -190,7 +190,8 @@ def test_cudagraph_and_scheduler_findings():
                 "config.scheduler.max-num-seqs-low": Category.SCHEDULER_CONFIG,
                 "config.scheduler.batched-tokens": Category.SCHEDULER_CONFIG,
                 "config.scheduler.chunked-prefill-off": Category.SCHEDULER_CONFIG,
-                "config.scheduler.gpu-memory": Category.OOM, "config.scheduler.k-large": Category.K_TOO_LARGE,
+                # (no log shows memory running out: a high utilization is a risk note, not an oom finding)
+                "config.scheduler.gpu-memory": Category.HEALTHY, "config.scheduler.k-large": Category.K_TOO_LARGE,
                 "config.scheduler.temperature": Category.HIGH_TEMPERATURE}
     for fid, cat in expected.items():
         assert found[fid].category is cat, fid

@@ -296,7 +296,7 @@ def spec_keys(facts: Mapping[str, Any]) -> list[Finding]:
                                + (f" (harmless here: {mine} is not below the server's --{str(bound).replace('_', '-')} "
                                   f"{server})" if harmless else ""),
                                evidence=ev + (Evidence(row["source"], row.get("note", "")),)
-                               + ((Evidence(cfg.source_of(str(bound)), f"{bound}={cfg.args.get(bound)}"),)
+                               + ((Evidence(cfg.source_of(str(bound)), f"{bound}={cfg.args.get(str(bound))}"),)
                                   if harmless else ()),
                                fix=Fix(row["noop_fix"], _fix_cmds(cfg, version)),
                                impact=f"no false sense of protection ({row['noop_effect']})",

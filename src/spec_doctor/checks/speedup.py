@@ -191,7 +191,7 @@ def _conditions(facts: Mapping[str, Any], dep: Any, v0: bool) -> tuple[set[str],
         draft = facts.get("models.draft")
         if draft is not None and getattr(draft, "quantization", None):
             held.add("draft-quantized")
-            ev.append(Evidence(getattr(draft, "quantization_source", None) or getattr(draft, "ref", "models.draft"),
+            ev.append(Evidence(str(getattr(draft, "quantization_source", None) or getattr(draft, "ref", "models.draft")),
                                f"draft {getattr(draft, 'name', '')} is {draft.quantization}-quantized"))
     if dep.get("enforce_eager") is True or spec.enforce_eager is True:
         held.add("eager")
