@@ -194,3 +194,11 @@ def test_mtp_on_a_community_quantizers_reexport_is_a_warning_without_acceptance(
     assert f["pair.quantization.mtp-head"].severity.value == "warning"
     fp8 = run(["pair.quantization"], target="org/Qwen3.6-27B-FP8", draft="mtp")
     assert fp8["pair.quantization.mtp-head"].severity.value == "info"
+
+
+def test_a_guessed_method_on_a_bare_word_is_no_draft_model_path():
+    # '--draft DFlash2' names no checkpoint: vLLM's guess 'draft_model' says nothing about a V0 draft-model path.
+    assert run(["speedup.method-cost"], target="Qwen3.8-27B", draft="DFlash2") == {}
+    f = run(["speedup.method-cost"], target="Qwen/Qwen2.5-14B-Instruct", draft="Qwen/Qwen2.5-0.5B-Instruct",
+            vllm_version="0.6.3")
+    assert f["speedup.method-cost.likely"].data["rows"] == ["v0-draft-model"]

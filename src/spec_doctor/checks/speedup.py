@@ -157,6 +157,17 @@ def _observed_tokens_per_step(facts: Mapping[str, Any]) -> tuple[float, str] | N
     return best
 
 
+def _not_a_model(ref: str | None) -> bool:
+    """A draft reference that names no checkpoint: no hub org or path, no size in the name, or a misspelled
+    '[ngram]'."""
+    from spec_doctor.knowledge.models import size_from_name
+    from spec_doctor.knowledge.specdata import looks_like_ngram_typo
+
+    if not ref or looks_like_ngram_typo(ref):
+        return True
+    return "/" not in ref and "\\" not in ref and size_from_name(ref) is None
+
+
 def _conditions(facts: Mapping[str, Any], dep: Any, v0: bool) -> tuple[set[str], list[Evidence]]:
     """Which overhead.toml `when` conditions hold, with the evidence for each."""
     from spec_doctor.knowledge.data import threshold
@@ -219,12 +230,12 @@ def method_cost(facts: Mapping[str, Any]) -> list[Finding]:
     if facts.get("speedup.estimate") is not None:
         return []  # measured: speedup.verdict decides
     from spec_doctor.knowledge.data import threshold
-    from spec_doctor.knowledge.specdata import looks_like_ngram_typo
 
     dep = facts["config.deployment"]
     spec = dep.speculative
-    if spec is None or not spec.method or spec.method_origin != "explicit" and looks_like_ngram_typo(spec.model):
-        return []  # (a misspelled '[ngram]' is not the draft model vLLM's guess makes of it: config.flags says so)
+    if spec is None or not spec.method or spec.method_origin != "explicit" and _not_a_model(spec.model):
+        # A guessed method on a bare word ('DFlash2', a misspelled '[ngram]') says nothing about the path it runs.
+        return []
     v = facts.get("vllm.version")
     value = getattr(v, "value", v)
     inferred = bool(getattr(v, "inferred", False))
