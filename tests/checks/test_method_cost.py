@@ -202,3 +202,22 @@ def test_a_guessed_method_on_a_bare_word_is_no_draft_model_path():
     f = run(["speedup.method-cost"], target="Qwen/Qwen2.5-14B-Instruct", draft="Qwen/Qwen2.5-0.5B-Instruct",
             vllm_version="0.6.3")
     assert f["speedup.method-cost.likely"].data["rows"] == ["v0-draft-model"]
+
+
+def test_a_row_backed_by_a_vllm_message_holds_only_where_vllm_prints_it():
+    # 'Async scheduling not supported with {method}-based speculative decoding ...' is in 0.14.0-0.32.0 only.
+    assert [r.id for r in method_costs("suffix", set(), version="0.20.0")] == ["async-scheduling-off"]
+    assert method_costs("suffix", set(), version="0.13.0") == []
+    assert method_costs("suffix", set(), version="0.33.0") == []
+    (row,) = method_costs("suffix", set(), version="0.20.0")
+    assert "vllm/config/vllm.py@v0.32.0" in row.source
+    assert method_costs("eagle3", set(), version="0.20.0") == []  # EAGLE keeps async scheduling
+
+
+def test_no_speed_prior_for_a_server_that_crashed_before_serving(tmp_path):
+    crash = ("ERROR 05-01 14:24:50 [core.py:700] EngineCore failed to start.\n"
+             "Traceback (most recent call last):\n"
+             '  File "/usr/lib/python3/site-packages/vllm/v1/worker/gpu_model_runner.py", line 1200, in __init__\n'
+             "AttributeError: 'GPUModelRunner' object has no attribute 'drafter'\n")
+    assert "speedup.method-cost.likely" in run(["speedup.method-cost"], cmd=HYBRID_CMD)
+    assert run(["speedup.method-cost"], tmp_path, crash, cmd=HYBRID_CMD) == {}

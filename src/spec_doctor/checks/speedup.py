@@ -157,6 +157,11 @@ def _observed_tokens_per_step(facts: Mapping[str, Any]) -> tuple[float, str] | N
     return best
 
 
+def _crashed(facts: Mapping[str, Any]) -> bool:
+    """Whether a log shows the server crashing before it served anything."""
+    return any(not getattr(f, "error", None) and f.crashed_before_serving for f in facts.get("logs.files") or [])
+
+
 def _not_a_model(ref: str | None) -> bool:
     """A draft reference that names no checkpoint: no hub org or path, no size in the name, or a misspelled
     '[ngram]'."""
@@ -211,7 +216,7 @@ def _conditions(facts: Mapping[str, Any], dep: Any, v0: bool) -> tuple[set[str],
 
 
 @check("speedup.method-cost", categories=["spec-overhead", "healthy"], needs=["config.deployment"],
-       wants=["vllm.version", "models.target", "models.draft", "logs.acceptance", "speedup.estimate"],
+       wants=["vllm.version", "models.target", "models.draft", "logs.acceptance", "logs.files", "speedup.estimate"],
        findings={"speedup.method-cost.likely": "the method, engine generation and target make speculation likely "
                                                "to cost more per step than it saves (no measurement here)",
                  "speedup.method-cost.paid": "the log's tokens per step pay the known per-step cost"},
@@ -229,6 +234,8 @@ def method_cost(facts: Mapping[str, Any]) -> list[Finding]:
 
     if facts.get("speedup.estimate") is not None:
         return []  # measured: speedup.verdict decides
+    if _crashed(facts):
+        return []  # the server crashed before serving: the crash is the finding, not its speed
     from spec_doctor.knowledge.data import threshold
 
     dep = facts["config.deployment"]
@@ -310,7 +317,7 @@ def _effective_k(spec: Any, version: Any) -> tuple[int | None, str]:
 
 
 @check("speedup.verify-budget", categories=["high-concurrency"], needs=["config.deployment"],
-       wants=["vllm.version", "speedup.estimate"],
+       wants=["vllm.version", "logs.files", "speedup.estimate"],
        findings={"speedup.verify-budget.low-knee": "K is so large that verification turns compute-bound at a "
                                                    "concurrency the server admits"},
        sources=["https://github.com/vllm-project/vllm/issues/4565", "knowledge/data/gpus.toml"])
@@ -320,7 +327,7 @@ def verify_budget(facts: Mapping[str, Any]) -> list[Finding]:
     24) that concurrency is low, and above it speculation costs throughput. A speedup estimate replaces this."""
     from spec_doctor.knowledge.data import threshold
 
-    if facts.get("speedup.estimate") is not None:
+    if facts.get("speedup.estimate") is not None or _crashed(facts):
         return []
     dep = facts["config.deployment"]
     spec = dep.speculative

@@ -198,11 +198,22 @@ def hybrid_target(model_type: str | None, layer_types: Any, name: str | None) ->
     norm = normalize_name(name)
     for row in table["name"]:
         if re.search(row["pattern"], norm):
-            return f"{name}: a hybrid family by its name ({row['source'].split(' ', 1)[0]})"
+            return f"a hybrid family by its name ({row['source'].split(' ', 1)[0]})"
     return None
 
 
-def _release_share(spec: str, version: Any, low: Any, high: Any, method: str | None) -> float:
+def _catalogue_releases(text: str) -> tuple[frozenset[str], str] | None:
+    """(the releases that print the vLLM message containing `text`, its source) from the message catalogue."""
+    from spec_doctor.knowledge.catalogue import present_in, templates
+
+    for t in templates():
+        if text in t.template:
+            return present_in(t), f"{t.source}: '{t.template[:120]}'"
+    return None
+
+
+def _release_share(spec: str, version: Any, low: Any, high: Any, method: str | None,
+                   only: frozenset[str] | None = None) -> float:
     """1/0 for a known release; else the share of the releases that could be the one (inside the inferred range
     [low, high] when there is one, and able to run `method`) that `spec` covers."""
     from packaging.specifiers import SpecifierSet
@@ -212,8 +223,17 @@ def _release_share(spec: str, version: Any, low: Any, high: Any, method: str | N
     from spec_doctor.knowledge.specdata import method_support
 
     sset = SpecifierSet(spec)
+    allowed = {Version(r) for r in only} if only is not None else None
+
+    def inside(v: Version) -> bool:
+        return v in sset and (allowed is None or v in allowed)
+
     if version is not None and low is None and high is None:
-        return 1.0 if Version(Version(str(version)).base_version) in sset else 0.0
+        base = Version(Version(str(version)).base_version)
+        newest = Version(releases()[-1]) if releases() else base
+        if allowed is not None and base > newest and newest in allowed:
+            allowed = allowed | {base}  # newer than the catalogue: what its newest release prints holds
+        return 1.0 if inside(base) else 0.0
     pool = [Version(r) for r in releases()]
     if low is not None or high is not None:
         pool = [v for v in pool if (low is None or v >= Version(Version(str(low)).base_version))
@@ -222,7 +242,7 @@ def _release_share(spec: str, version: Any, low: Any, high: Any, method: str | N
         pool = [v for v in pool if method_support(method, v).status in ("supported", "v0-fallback", "v1-opt-in")]
     if not pool:
         return 0.0
-    return sum(v in sset for v in pool) / len(pool)
+    return sum(inside(v) for v in pool) / len(pool)
 
 
 def method_costs(method: str | None, conditions: set[str], *, version: Any = None, low: Any = None,
@@ -236,10 +256,12 @@ def method_costs(method: str | None, conditions: set[str], *, version: Any = Non
             continue
         if not set(row.get("when", [])) <= conditions:
             continue
-        share = _release_share(row["versions"], version, low, high, method)
+        printed = _catalogue_releases(row["catalogue"]) if row.get("catalogue") else None
+        share = _release_share(row["versions"], version, low, high, method, printed[0] if printed else None)
         if share <= 0:
             continue
-        out.append(MethodCost(row["id"], row["title"], row["why"], row["source"], row["fix"],
+        source = row["source"] + (f"; vLLM's message {printed[1]}" if printed else "")
+        out.append(MethodCost(row["id"], row["title"], row["why"], source, row["fix"],
                               round(float(row["confidence"]) * share, 3), round(share, 3),
                               row.get("break_even_tokens_per_step")))
     return out
