@@ -290,7 +290,7 @@ def method_cost(facts: Mapping[str, Any]) -> list[Finding]:
     return [Finding(
         "speedup.method-cost.likely", Category.SPEC_OVERHEAD,
         Severity.WARNING if conf >= 0.4 else Severity.INFO, conf,
-        f"Speculation is likely to cost more per step than it saves here: "
+        "Speculation is likely to cost more per step than it saves here: "
         + "; ".join(r.title for r in rows) + " (no throughput measurement in the inputs)",
         tuple(ev),
         Fix("Measure speculation on and off on this deployment before keeping it; " + "; ".join(r.fix for r in rows),
