@@ -25,6 +25,15 @@ def run_cli(*args: str, stdin: str | None = None, env: dict | None = None, timeo
                           text=True, env=full_env, timeout=timeout, cwd=str(REPO))
 
 
+def one_error_line(proc: subprocess.CompletedProcess) -> str:
+    """The one ``spec-doctor: error: ...`` line of a run that exited 2 on bad input (no traceback)."""
+    assert proc.returncode == 2, (proc.returncode, proc.stdout[-500:], proc.stderr[-500:])
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("spec-doctor: error: "), proc.stderr
+    assert "Traceback" not in proc.stderr
+    return lines[0]
+
+
 @pytest.fixture
 def cli():
     return run_cli

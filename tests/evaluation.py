@@ -62,7 +62,23 @@ def case_args(case_dir: Path) -> tuple[list[str], dict]:
     for key in ("target", "draft"):
         if meta.get(key):
             args += [f"--{key}", meta[key]]
+    args += observed_args(meta.get("observed") or {})
     return args, meta
+
+
+# inputs.json `observed` field -> the check option that takes it (fixtures/cases/README.md: the figures a reporter
+# measured, as a user would type them).
+OBSERVED_OPTIONS = {"throughput": "--throughput", "latency": "--latency", "acceptance": "--acceptance",
+                    "k": "--k", "temperature": "--temperature", "concurrency": "--concurrency"}
+
+
+def observed_args(observed: dict) -> list[str]:
+    args: list[str] = []
+    for key, flag in OBSERVED_OPTIONS.items():
+        value = observed.get(key)
+        if value is not None and value != "":
+            args += [flag, str(value)]
+    return args
 
 
 def table(rows: list[Scored]) -> str:

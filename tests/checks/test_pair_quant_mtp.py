@@ -46,3 +46,15 @@ def test_quantized_mtp_note_only_without_acceptance_figures(tmp_path):
     proc = run_cli("check", "--target", "org/Some-80B-Instruct-FP8", "--draft", "mtp", "--format", "json")
     (note,) = [f for f in json.loads(proc.stdout)["findings"] if f["id"] == "pair.quantization.mtp-head"]
     assert note["severity"] == "info"
+
+
+def test_stated_zero_acceptance_counts_as_zero_on_a_quantized_mtp_checkpoint():
+    def mtp_head(*extra):
+        proc = run_cli("check", "--target", "org/Some-80B-A3B-Instruct-FP8", "--draft", "mtp", *extra,
+                       "--format", "json")
+        return next(f for f in json.loads(proc.stdout)["findings"] if f["id"] == "pair.quantization.mtp-head")
+
+    zero = mtp_head("--acceptance", "0%")
+    assert zero["severity"] == "error"
+    assert any(e["source"] == "--acceptance 0%" and "0.0 %" in e["detail"] for e in zero["evidence"])
+    assert mtp_head("--acceptance", "60%")["severity"] == "info"

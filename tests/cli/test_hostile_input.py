@@ -18,18 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_cli
+from conftest import REPO, one_error_line, run_cli
 
 SCEN = REPO / "fixtures" / "vllm-cpu" / "scenarios"
 HEALTHY = SCEN / "healthy"
 
 
-def _one_error_line(proc: subprocess.CompletedProcess) -> str:
-    assert proc.returncode == 2, (proc.returncode, proc.stdout[-500:], proc.stderr[-500:])
-    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("spec-doctor: error: "), proc.stderr
-    assert "Traceback" not in proc.stderr
-    return lines[0]
+_one_error_line = one_error_line
 
 
 # -- special files and size caps ---------------------------------------------------------------------------------
@@ -84,6 +79,16 @@ def test_collector_failure_on_user_input_is_one_line_exit_2(payload, why):
     (["--temperature", "nan"], "finite"),
     (["--temperature", "-1"], "at least 0"),
     (["--temperature", "inf"], "finite"),
+    # measured figures (README "Measured figures")
+    (["--throughput", "abc"], "--throughput 'abc'"),
+    (["--throughput", "10:0"], "above 0"),
+    (["--throughput", "nan:1"], "WITH:WITHOUT"),
+    (["--latency", "1.5"], "--latency '1.5'"),
+    (["--acceptance", "87"], "87%"),
+    (["--acceptance", "120%"], "0-100"),
+    (["--acceptance", "AL=0"], "at least 1"),
+    (["--concurrency", "0"], "--concurrency"),
+    (["--k", "0"], "--k"),
 ])
 def test_impossible_arguments(args, needle):
     assert needle in _one_error_line(run_cli("check", *args, timeout=30))

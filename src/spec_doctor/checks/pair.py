@@ -351,11 +351,17 @@ NEAR_ZERO_ACCEPTANCE = 0.03  # an MTP head trained with its model accepts tens o
 
 
 def _zero_acceptance(facts: Mapping[str, Any]) -> dict[str, Any] | None:
-    """A log stream whose drafts were (almost) never accepted, over enough drafted tokens to rule out chance."""
+    """A log stream whose drafts were (almost) never accepted, over enough drafted tokens to rule out chance, or
+    an acceptance the user measured and stated as (almost) zero (--acceptance 0%)."""
     for a in facts.get("logs.acceptance") or []:
         drafted = a.get("drafted") or 0
         if drafted >= threshold("min_drafted_tokens") and (a.get("accepted") or 0) <= NEAR_ZERO_ACCEPTANCE * drafted:
-            return a
+            return {**a, "detail": f"{a.get('accepted') or 0} of {drafted} drafted tokens accepted"}
+    fig = facts.get("observed.figures") or {}
+    rate, length = fig.get("acceptance_rate"), fig.get("acceptance_length")
+    if (rate is not None and rate <= NEAR_ZERO_ACCEPTANCE) or (length is not None and length <= 1.0 + 1e-9):
+        return {"source": fig.get("acceptance_source"), "detail": "measured acceptance "
+                + (f"{100 * rate:.1f} %" if rate is not None else f"length {length:.2f} tokens/step")}
     return None
 
 
@@ -369,7 +375,8 @@ def _head_accepts(facts: Mapping[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-@check("pair.quantization", categories=["quantization", "healthy"], needs=["models.pair"], wants=["logs.acceptance"],
+@check("pair.quantization", categories=["quantization", "healthy"], needs=["models.pair"],
+       wants=["logs.acceptance", "observed.figures"],
        sources=["https://docs.vllm.ai/en/latest/features/quantization/gguf/", MTP_QUANT_SOURCE], findings={
            "pair.quantization.draft": "the draft's quantization is known to be slow or fragile with speculation",
            "pair.quantization.mtp-head": "MTP layers of a quantized checkpoint: stripped, or built in the wrong format",
@@ -408,8 +415,7 @@ def quantization_check(facts: Mapping[str, Any]) -> list[Finding]:
         export = knowledge().get("mtp_export", {})
         reexport = zero is None and t.quantization in export.get("drops", [])
         if zero is not None:
-            ev.insert(0, Evidence(str(zero.get("source")),
-                                  f"{zero.get('accepted') or 0} of {zero.get('drafted')} drafted tokens accepted"))
+            ev.insert(0, Evidence(str(zero.get("source")), str(zero["detail"])))
         elif reexport:
             ev.append(Evidence(export["source"], export["why"]))
         out.append(Finding(

@@ -14,6 +14,7 @@ from typing import Any
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge.deployment import speculative_config_flag
+from spec_doctor.knowledge.overhead import overhead_causes
 
 _OFF = "remove --speculative-config (plain decoding)"
 
@@ -29,39 +30,6 @@ def _evidence(est: Mapping[str, Any]) -> list[Evidence]:
                        f"({plain.get('bound', '?')}-bound: {plain.get('formula', '')})"))
     ev += [Evidence("estimate", b) for b in basis[2:]]
     return ev
-
-
-def _overhead_causes(facts: Mapping[str, Any]) -> tuple[list[Evidence], list[str], list[str]]:
-    """Start-up evidence of what makes each speculative step expensive (vLLM's own warnings, from
-    knowledge/data/log_signatures.toml) and the fixes those rows name."""
-    ev: list[Evidence] = []
-    cmds: list[str] = []
-    titles: list[str] = []
-    dep = facts.get("config.deployment")
-    if dep is not None and dep.get("enforce_eager"):
-        ev.append(Evidence(dep.source_of("enforce_eager"),
-                           "--enforce-eager: target and drafter run without CUDA graphs, every kernel launched "
-                           "from Python"))
-        cmds.append("drop --enforce-eager (CUDA graphs on)")
-        titles.append("--enforce-eager (no CUDA graphs)")
-    for hit in facts.get("logs.spec_overhead") or []:
-        ev.append(Evidence(hit["source"], hit["text"] + (f" -- {hit['meaning']}" if hit.get("meaning") else "")))
-        titles.append(hit.get("title") or hit["text"])
-        for c in _signature_commands(hit.get("id")):
-            if c not in cmds:
-                cmds.append(c)
-    return ev, cmds, titles
-
-
-def _signature_commands(sig_id: str | None) -> tuple[str, ...]:
-    if not sig_id:
-        return ()
-    from spec_doctor.knowledge.data import load
-
-    for row in load("log_signatures.toml").get("signature", []):
-        if row["id"] == sig_id:
-            return tuple(row.get("commands", ()))
-    return ()
 
 
 @check("speedup.verdict", categories=["spec-overhead", "high-concurrency", "healthy"],
@@ -113,7 +81,7 @@ def verdict(facts: Mapping[str, Any]) -> list[Finding]:
                             "smaller K", tuple([_OFF] + lower_k)),
                         impact=f"About {cost:.0f} % more throughput without speculation at this load.",
                         impact_score=min(1.0, 0.5 + cost / 100), data=data)]
-    causes, cause_cmds, titles = _overhead_causes(facts)
+    causes, cause_cmds, titles = overhead_causes(facts.get("config.deployment"), facts.get("logs.spec_overhead"))
     named = " (" + "; ".join(titles) + ")" if titles else ""
     cmds = cause_cmds + lower_k + [_OFF]
     advice = ("use a method this release runs at full speed" if cause_cmds else

@@ -10,14 +10,18 @@ import typer
 
 from spec_doctor.cli.io import busy, check_file, command_from, use_vllm_python, write_output
 from spec_doctor.cli.options import (
+    AcceptanceOpt,
     AllowDownloadOpt,
     AtOpt,
     CmdFileOpt,
     CmdOpt,
+    ConcurrencyOpt,
     ConfigOpt,
     DraftOpt,
     FailOnOpt,
     FormatOpt,
+    KOpt,
+    LatencyOpt,
     LogOpt,
     MetricsUrlOpt,
     OnlyOpt,
@@ -29,6 +33,7 @@ from spec_doctor.cli.options import (
     SkipOpt,
     TargetOpt,
     TemperatureOpt,
+    ThroughputOpt,
     TimeoutOpt,
     TokenEnvOpt,
     VllmPythonOpt,
@@ -61,6 +66,11 @@ def check_cmd(
     at: AtOpt = None,
     prometheus_token_env: TokenEnvOpt = DEFAULT_TOKEN_ENV,
     temperature: TemperatureOpt = None,
+    throughput: ThroughputOpt = None,
+    latency: LatencyOpt = None,
+    acceptance: AcceptanceOpt = None,
+    concurrency: ConcurrencyOpt = None,
+    k: KOpt = None,
     probe: Annotated[str | None, typer.Option("--probe", help="Run the acceptance probe: offline|live.")] = None,
     server: ServersOpt = [],
     prompts: PromptsOpt = None,
@@ -87,6 +97,7 @@ def check_cmd(
     """Diagnose a setup. With no arguments, diagnoses this machine."""
     from spec_doctor.engine.inputs import Inputs
     from spec_doctor.engine.session import diagnose
+    from spec_doctor.parsers.observed import observed_from
     from spec_doctor.report import formats as reports
 
     if fail_on not in FAIL_ON_CHOICES:
@@ -107,6 +118,7 @@ def check_cmd(
         check_file(path, "metrics file")
     if config:
         check_file(config, "config file")
+    observed = observed_from(throughput, latency, acceptance, concurrency, k)
     if gpu is not None:
         from spec_doctor.knowledge.speedup import gpu_names, gpu_spec
 
@@ -125,7 +137,8 @@ def check_cmd(
                     vllm_version=vllm_version, metrics_urls=metrics_urls,
                     metrics_baseline=list(metrics_file), metrics_interval_s=metrics_interval, prometheus=prom,
                     temperature=temperature, probe=probe, server=servers[0] if servers else None, servers=servers, prompts=prompts,
-                    watch_vram_s=watch_vram, allow_download=allow_download, timeout_s=timeout, gpu=gpu)
+                    watch_vram_s=watch_vram, allow_download=allow_download, timeout_s=timeout, gpu=gpu,
+                    observed=observed)
     from spec_doctor.report.gating import DEFAULT_IGNORE_FILE, baseline_keys, load_ignore_file
 
     if ignore_file is None and Path(DEFAULT_IGNORE_FILE).is_file():

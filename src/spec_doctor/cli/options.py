@@ -63,6 +63,21 @@ MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", help="New tokens per 
 NoEarlyStopOpt = Annotated[bool, typer.Option(
     "--no-early-stop", help="No early stop: run every prompt (probe: no stop at +/-0.05) or variant (tune) to the end.")]
 
+# -- what the user measured (check): figures from `vllm bench serve` or their own timing -----------------
+ThroughputOpt = Annotated[str | None, typer.Option(
+    "--throughput", help="Measured output throughput WITH:WITHOUT speculation (tok/s, same workload), e.g. "
+                         "175.5:128.6, or the ratio alone, e.g. 0.71x.")]
+LatencyOpt = Annotated[str | None, typer.Option(
+    "--latency", help="Measured latency WITH:WITHOUT speculation (per request or per output token, same unit), "
+                      "e.g. 60:45.")]
+AcceptanceOpt = Annotated[str | None, typer.Option(
+    "--acceptance", help="Measured draft acceptance: a rate (87% or 0.87) or a mean acceptance length (AL=2.3).")]
+ConcurrencyOpt = Annotated[int | None, typer.Option(
+    "--concurrency", help="Requests in flight during the measurement (bench --max-concurrency, batch size).")]
+KOpt = Annotated[int | None, typer.Option(
+    "--k", help="num_speculative_tokens of the measured run, to judge the measured figures (--cmd/--config/a log "
+                "give it too).")]
+
 # -- which checks, how long -------------------------------------------------------------------------
 OnlyOpt = Annotated[list[str], typer.Option("--only", help="Run only this check id or id prefix (repeatable).")]
 SkipOpt = Annotated[list[str], typer.Option("--skip", help="Skip this check id or id prefix (repeatable).")]

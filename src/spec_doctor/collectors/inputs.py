@@ -1,7 +1,8 @@
 """What each input the user gave yielded: ``inputs.status``.
 
 One row per input (``--log`` file, ``--metrics-url`` / ``--metrics-file``, ``--cmd`` / ``--config``,
-``--target`` / ``--draft``, ``--server``, the probe): ``{"input", "kind", "ok", "speculation", "reason"}``.
+``--target`` / ``--draft``, ``--server``, the probe,
+the measured figures ``--throughput`` / ``--latency`` / ``--acceptance``): ``{"input", "kind", "ok", "speculation", "reason"}``.
 ``ok`` says the input could be read and is what it claims to be (None: no check of this run needed it); ``speculation`` says it carries evidence
 about speculative decoding (a vLLM log, a vLLM /metrics page, a deployment config, a model pair, a probe).
 The verdict is ``unknown`` when no row has ``speculation``; ``check`` exits 2 when inputs were given and none
@@ -144,4 +145,7 @@ def inputs_status(store: FactStore) -> list[dict[str, Any]]:
                      "reason": None if ok else ((one or {}).get("error") or reason or "not contacted")})
     if inputs.probe:
         rows.append(_simple_row(store, f"--probe {inputs.probe}", "probe", "probe.result"))
+    if inputs.observed.figures:
+        label = " ".join(f"{flag} {value}" for flag, value in inputs.observed.text.items())
+        rows.append(_simple_row(store, label, "observed", "observed.figures"))
     return rows

@@ -103,7 +103,7 @@ def _observed_from_log(store: FactStore) -> dict[str, Any] | None:
     return best
 
 
-def _gpu(store: FactStore) -> tuple[Any, str] | None:
+def gpu_in_use(store: FactStore) -> tuple[Any, str] | None:
     given = getattr(store.inputs, "gpu", None)
     if given:
         spec = gpu_spec(given)
@@ -173,7 +173,7 @@ def speedup_estimate(store: FactStore) -> dict[str, Any]:
         missing.append("tokens/step and step time (two /metrics scrapes of a V1 server under load, or a log with "
                        "spec-decode metrics and at least two steady busy stats lines: the same Running count as "
                        "the line before)")
-    gpu = _gpu(store)
+    gpu = gpu_in_use(store)
     if gpu is None:
         missing.append("the GPU (run on the GPU machine for NVML, or pass --gpu NAME, e.g. --gpu H100)")
     # The target's size only for a server whose speculation was observed: reading it otherwise would count the

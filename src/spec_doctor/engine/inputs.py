@@ -16,6 +16,27 @@ class PrometheusSource:
     token_env: str = "SPEC_DOCTOR_PROMETHEUS_TOKEN"  # bearer token read from this variable, never stored
 
 
+@dataclass(frozen=True)
+class Observed:
+    """Figures the user measured on the deployment (``check --throughput/--latency/--acceptance/--concurrency/
+    --k``), already parsed and validated (parsers/observed.py). ``text`` keeps each figure as typed, for evidence."""
+
+    throughput: tuple[float, float] | None = None  # output tok/s WITH speculation, WITHOUT it
+    throughput_ratio: float | None = None  # speculative / plain speed, when only the ratio is known
+    latency: tuple[float, float] | None = None  # time WITH, WITHOUT (lower is better)
+    acceptance_rate: float | None = None  # 0..1, accepted / drafted tokens as stated
+    acceptance_length: float | None = None  # mean tokens per step, bonus token included (AL)
+    concurrency: int | None = None  # requests in flight during the measurement
+    k: int | None = None  # num_speculative_tokens of the measured run
+    text: dict[str, str] = field(default_factory=dict)  # option -> value as the user typed it
+
+    @property
+    def figures(self) -> bool:
+        """Whether a measured figure (speed, latency or acceptance) was given; K and concurrency alone are context."""
+        return any(v is not None for v in (self.throughput, self.throughput_ratio, self.latency,
+                                           self.acceptance_rate, self.acceptance_length))
+
+
 @dataclass
 class Inputs:
     logs: list[str] = field(default_factory=list)  # paths, "-" for stdin; .gz allowed
@@ -38,9 +59,10 @@ class Inputs:
     allow_download: bool = False
     timeout_s: float = 30.0  # per-check timeout
     gpu: str | None = None  # GPU model for the speedup roofline when NVML cannot tell (e.g. 'H100')
+    observed: Observed = field(default_factory=Observed)  # figures the user measured (--throughput, ...)
     # Whether the user gave anything to diagnose beyond the local machine.
     @property
     def has_deployment(self) -> bool:
         return bool(self.logs or self.cmd or self.config or self.target or self.draft
                     or self.metrics_urls or self.metrics_baseline or self.server or self.servers
-                    or self.prometheus is not None)
+                    or self.prometheus is not None or self.observed.figures)

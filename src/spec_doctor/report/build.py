@@ -97,4 +97,6 @@ def _inputs_summary(inputs: Inputs) -> dict[str, Any]:
         "vllm_version": inputs.vllm_version,
         "metrics_urls": list(inputs.metrics_urls),
         "probe": inputs.probe,
+        # the figures the user measured, as typed (--throughput, --latency, --acceptance, --concurrency, --k)
+        **({"observed": dict(inputs.observed.text)} if inputs.observed.text else {}),
     }

@@ -1,0 +1,52 @@
+"""knowledge/observed.py: the speed verdict's noise band, acceptance against the method's floor, the verification
+roofline's ridge point."""
+
+from __future__ import annotations
+
+import pytest
+
+from spec_doctor.knowledge.data import threshold
+from spec_doctor.knowledge.observed import (
+    judge_acceptance,
+    lowest_ridge,
+    ridge_tokens,
+    speed_verdict,
+    verification_bound,
+)
+from spec_doctor.knowledge.speedup import gpu_spec
+
+
+@pytest.mark.parametrize("s,verdict", [(1.36, "paying"), (1.04, "even"), (0.97, "even"), (0.9, "costing")])
+def test_speed_verdict_band(s, verdict):
+    assert threshold("observed_even_band") == 0.05
+    assert speed_verdict(s) == verdict
+
+
+def test_rate_alone_is_good_when_above_the_floor_at_any_k():
+    assert judge_acceptance(0.87, None, None, "mtp").status == "good"
+    # rate <= alpha at every K, so a rate under the floor says nothing unless it stays under at the usual max K
+    assert judge_acceptance(0.4, None, None, "draft_model").status == "unknown"
+    assert judge_acceptance(0.1, None, None, "draft_model").status == "low"
+
+
+def test_acceptance_length_with_k_gives_alpha():
+    j = judge_acceptance(None, 2.74, 2, "mtp")
+    assert j.status == "good" and j.alpha == pytest.approx(0.91, abs=0.01)
+    assert judge_acceptance(None, 1.3, 3, "eagle3").status == "low"
+
+
+def test_zero_and_lookup_drafters():
+    assert judge_acceptance(0.0, None, 3, "eagle3").status == "zero"
+    assert judge_acceptance(None, 1.0, None, None).status == "zero"
+    assert judge_acceptance(0.05, None, None, "ngram").status == "unknown"
+
+
+def test_ridge_point_is_flops_over_bandwidth():
+    h100 = gpu_spec("H100")
+    assert h100 is not None
+    assert 200 < ridge_tokens(h100) < 400
+    assert lowest_ridge()[0] <= ridge_tokens(h100)
+    assert verification_bound(1, 4, h100)[0] is False
+    assert verification_bound(128, 4, h100)[0] is True
+    # a MoE streams far more bytes than its active parameters compute with: the same batch stays memory-bound
+    assert verification_bound(128, 4, h100, bytes_per_active_param=2 * 80 / 3)[0] is False
