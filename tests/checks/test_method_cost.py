@@ -12,20 +12,23 @@ from spec_doctor.checks.config import human_int
 from spec_doctor.engine.inputs import Inputs
 from spec_doctor.engine.session import diagnose
 from spec_doctor.knowledge.speedup import hybrid_target, method_costs
+from spec_doctor.parsers.observed import observed_from
 
 MTP_LINE = ("INFO 05-01 14:24:50 [metrics.py:96] SpecDecoding metrics: Mean acceptance length: {mal}, Accepted "
             "throughput: 10.00 tokens/s, Drafted throughput: 20.00 tokens/s, Accepted: {acc} tokens, Drafted: 2000 "
             "tokens, Per-position acceptance rate: {pos}, Avg Draft acceptance rate: 50.0%\n")
 
 
-def run(only: list[str], tmp_path: Path | None = None, log: str | None = None, **kw) -> dict:
+def run(only: list[str], tmp_path: Path | None = None, log: str | None = None, throughput: str | None = None,
+        acceptance: str | None = None, **kw) -> dict:
     logs = []
     if log is not None:
         assert tmp_path is not None
         p = tmp_path / "vllm.log"
         p.write_text(log)
         logs = [str(p)]
-    diag = diagnose(Inputs(logs=logs, **kw), only=only)
+    observed = observed_from(throughput=throughput, acceptance=acceptance)
+    diag = diagnose(Inputs(logs=logs, observed=observed, **kw), only=only)
     return {f.id: f for f in diag.findings}
 
 
@@ -221,3 +224,14 @@ def test_no_speed_prior_for_a_server_that_crashed_before_serving(tmp_path):
              "AttributeError: 'GPUModelRunner' object has no attribute 'drafter'\n")
     assert "speedup.method-cost.likely" in run(["speedup.method-cost"], cmd=HYBRID_CMD)
     assert run(["speedup.method-cost"], tmp_path, crash, cmd=HYBRID_CMD) == {}
+
+
+def test_measured_figures_replace_the_prior():
+    # A measured speed decides (observed.speed): no prior next to it.
+    assert run(["speedup.method-cost"], cmd=HYBRID_CMD, throughput="175.5:128.6") == {}
+    # A measured acceptance length that pays the cost silences it; one below the cost keeps it.
+    assert set(run(["speedup.method-cost"], cmd=HYBRID_CMD, acceptance="AL=2.8")) == {"speedup.method-cost.paid"}
+    assert set(run(["speedup.method-cost"], cmd=HYBRID_CMD, acceptance="AL=1.9")) == {"speedup.method-cost.likely"}
+    # A measured acceptance shows the MTP head's weights are there: no re-export warning.
+    f = run(["pair.quantization"], target="org/Qwen3.6-27B-AWQ", draft="mtp", acceptance="60%")
+    assert "pair.quantization.mtp-head" not in f

@@ -366,12 +366,18 @@ def _zero_acceptance(facts: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def _head_accepts(facts: Mapping[str, Any]) -> dict[str, Any] | None:
-    """A log stream in which the head's drafts are accepted well above chance: its trained weights are loaded."""
+    """A log stream (or a measured acceptance) in which the head's drafts are accepted well above chance: its
+    trained weights are loaded."""
     for a in facts.get("logs.acceptance") or []:
         drafted = a.get("drafted") or 0
         if drafted >= threshold("min_drafted_tokens") and \
                 (a.get("accepted") or 0) / drafted >= threshold("trained_head_min_acceptance"):
             return a
+    fig = facts.get("observed.figures") or {}
+    rate = fig.get("acceptance_rate")
+    floor = threshold("trained_head_min_acceptance")  # (a length counts the bonus token: 1 + accepted per step)
+    if (rate is not None and rate >= floor) or (fig.get("acceptance_length") or 0) >= 1.0 + floor:
+        return {"source": fig.get("acceptance_source")}
     return None
 
 

@@ -114,7 +114,8 @@ def inputs_missing(facts: Mapping[str, Any]) -> list[Finding]:
 
 
 def _observed_tokens_per_step(facts: Mapping[str, Any]) -> tuple[float, str] | None:
-    """The best tokens per speculative step a log stream shows over enough drafted tokens, with its source."""
+    """The best tokens per speculative step a log stream shows over enough drafted tokens, else the acceptance
+    length the user measured (--acceptance AL=...), with its source."""
     from spec_doctor.knowledge.data import threshold
 
     best: tuple[float, str] | None = None
@@ -122,7 +123,16 @@ def _observed_tokens_per_step(facts: Mapping[str, Any]) -> tuple[float, str] | N
         tau = a.get("mean_acceptance_length")
         if tau and (a.get("drafted") or 0) >= threshold("min_drafted_tokens") and (best is None or tau > best[0]):
             best = (float(tau), str(a.get("source") or "log"))
+    fig = facts.get("observed.figures") or {}
+    if best is None and fig.get("acceptance_length"):
+        best = (float(fig["acceptance_length"]), str(fig.get("acceptance_source") or "--acceptance"))
     return best
+
+
+def _measured(facts: Mapping[str, Any]) -> bool:
+    """A speed verdict exists already: a speedup estimate from the server, or one the user measured."""
+    fig = facts.get("observed.figures") or {}
+    return facts.get("speedup.estimate") is not None or fig.get("speedup") is not None
 
 
 def _crashed(facts: Mapping[str, Any]) -> bool:
@@ -184,7 +194,8 @@ def _conditions(facts: Mapping[str, Any], dep: Any, v0: bool) -> tuple[set[str],
 
 
 @check("speedup.method-cost", categories=["spec-overhead", "healthy"], needs=["config.deployment"],
-       wants=["vllm.version", "models.target", "models.draft", "logs.acceptance", "logs.files", "speedup.estimate"],
+       wants=["vllm.version", "models.target", "models.draft", "logs.acceptance", "logs.files", "speedup.estimate",
+              "observed.figures"],
        findings={"speedup.method-cost.likely": "the method, engine generation and target make speculation likely "
                                                "to cost more per step than it saves (no measurement here)",
                  "speedup.method-cost.paid": "the log's tokens per step pay the known per-step cost"},
@@ -195,13 +206,14 @@ def method_cost(facts: Mapping[str, Any]) -> list[Finding]:
     Rows of knowledge/data/overhead.toml match the method, the vLLM release (a stated one, an inferred range by the
     share of its releases, an unknown one by the share of the releases that have the method) and the deployment
     (hybrid target, few active parameters, draft TP, a quantized draft, eager mode). Matching rows combine as
-    independent causes. A log showing at least a row's break-even tokens per step silences it; a speedup estimate
-    (speedup.verdict) replaces the whole prior.
+    independent causes. A log (or a measured acceptance length) showing at least a row's break-even tokens per step
+    silences it; a speed verdict (speedup.verdict from the server, observed.speed from --throughput/--latency)
+    replaces the whole prior.
     """
     from spec_doctor.knowledge.speedup import method_costs
 
-    if facts.get("speedup.estimate") is not None:
-        return []  # measured: speedup.verdict decides
+    if _measured(facts):
+        return []  # measured: speedup.verdict / observed.speed decide
     if _crashed(facts):
         return []  # the server crashed before serving: the crash is the finding, not its speed
     from spec_doctor.knowledge.data import threshold
@@ -285,7 +297,7 @@ def _effective_k(spec: Any, version: Any) -> tuple[int | None, str]:
 
 
 @check("speedup.verify-budget", categories=["high-concurrency"], needs=["config.deployment"],
-       wants=["vllm.version", "logs.files", "speedup.estimate"],
+       wants=["vllm.version", "logs.files", "speedup.estimate", "observed.figures"],
        findings={"speedup.verify-budget.low-knee": "K is so large that verification turns compute-bound at a "
                                                    "concurrency the server admits"},
        sources=["https://github.com/vllm-project/vllm/issues/4565", "knowledge/data/gpus.toml"])
@@ -295,7 +307,7 @@ def verify_budget(facts: Mapping[str, Any]) -> list[Finding]:
     24) that concurrency is low, and above it speculation costs throughput. A speedup estimate replaces this."""
     from spec_doctor.knowledge.data import threshold
 
-    if facts.get("speedup.estimate") is not None or _crashed(facts):
+    if _measured(facts) or _crashed(facts):
         return []
     dep = facts["config.deployment"]
     spec = dep.speculative
