@@ -11,10 +11,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
 from spec_doctor.engine.registry import check
+from spec_doctor.knowledge.data import load, threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
+from spec_doctor.knowledge.models import size_from_name, text_config
 from spec_doctor.knowledge.overhead import overhead_causes
+from spec_doctor.knowledge.specdata import looks_like_ngram_typo
+from spec_doctor.knowledge.speedup import hybrid_target, method_costs
 
 _OFF = "remove --speculative-config (plain decoding)"
 
@@ -116,8 +123,6 @@ def inputs_missing(facts: Mapping[str, Any]) -> list[Finding]:
 def _observed_tokens_per_step(facts: Mapping[str, Any]) -> tuple[float, str] | None:
     """The best tokens per speculative step a log stream shows over enough drafted tokens, else the acceptance
     length the user measured (--acceptance AL=...), with its source."""
-    from spec_doctor.knowledge.data import threshold
-
     best: tuple[float, str] | None = None
     for a in facts.get("logs.acceptance") or []:
         tau = a.get("mean_acceptance_length")
@@ -143,20 +148,13 @@ def _crashed(facts: Mapping[str, Any]) -> bool:
 def _not_a_model(ref: str | None) -> bool:
     """A draft reference that names no checkpoint: no hub org or path, no size in the name, or a misspelled
     '[ngram]'."""
-    from spec_doctor.knowledge.models import size_from_name
-    from spec_doctor.knowledge.specdata import looks_like_ngram_typo
-
     if not ref or looks_like_ngram_typo(ref):
         return True
     return "/" not in ref and "\\" not in ref and size_from_name(ref) is None
 
 
-def _conditions(facts: Mapping[str, Any], dep: Any, v0: bool) -> tuple[set[str], list[Evidence]]:
+def _conditions(facts: Mapping[str, Any], dep: Any) -> tuple[set[str], list[Evidence]]:
     """Which overhead.toml `when` conditions hold, with the evidence for each."""
-    from spec_doctor.knowledge.data import threshold
-    from spec_doctor.knowledge.models import text_config
-    from spec_doctor.knowledge.speedup import hybrid_target
-
     spec = dep.speculative
     held: set[str] = set()
     ev: list[Evidence] = []
@@ -175,13 +173,14 @@ def _conditions(facts: Mapping[str, Any], dep: Any, v0: bool) -> tuple[set[str],
                                f"target {getattr(target, 'name', '')}: ~{active / 1e9:.1f}B active parameters per token "
                                "(a short plain decode step)"))
     if spec.method == "draft_model":
+        # Without a draft TP the draft runs at the target's (V0 create_draft_parallel_config; V1 draft models
+        # require it).
         dtp = spec.draft_tensor_parallel_size
-        tp = dep.tensor_parallel_size
-        eff = dtp if dtp is not None else (tp if v0 else 1)
+        eff = dtp if dtp is not None else dep.tensor_parallel_size
         if eff and eff > 1:
             held.add("draft-tp")
             ev.append(Evidence(spec.source or dep.origin, f"the draft runs at TP {eff}"
-                               + ("" if dtp is not None else " (no draft TP given: V0 runs the draft at the target's TP)")))
+                               + ("" if dtp is not None else " (no draft TP given: it runs at the target's TP)")))
         draft = facts.get("models.draft")
         if draft is not None and getattr(draft, "quantization", None):
             held.add("draft-quantized")
@@ -210,14 +209,10 @@ def method_cost(facts: Mapping[str, Any]) -> list[Finding]:
     silences it; a speed verdict (speedup.verdict from the server, observed.speed from --throughput/--latency)
     replaces the whole prior.
     """
-    from spec_doctor.knowledge.speedup import method_costs
-
     if _measured(facts):
         return []  # measured: speedup.verdict / observed.speed decide
     if _crashed(facts):
         return []  # the server crashed before serving: the crash is the finding, not its speed
-    from spec_doctor.knowledge.data import threshold
-
     dep = facts["config.deployment"]
     spec = dep.speculative
     if spec is None or not spec.method or spec.method_origin != "explicit" and _not_a_model(spec.model):
@@ -227,12 +222,7 @@ def method_cost(facts: Mapping[str, Any]) -> list[Finding]:
     value = getattr(v, "value", v)
     inferred = bool(getattr(v, "inferred", False))
     low, high = (getattr(v, "low", None) or value, getattr(v, "high", None) or value) if inferred else (None, None)
-    from packaging.version import Version
-
-    newest_v0 = Version("0.9.2")
-    v0 = value is not None and Version(str(value).split("+")[0]).release <= newest_v0.release if not inferred \
-        else high is not None and Version(str(high)).release <= newest_v0.release
-    held, cond_ev = _conditions(facts, dep, v0 or value is None)
+    held, cond_ev = _conditions(facts, dep)
     rows = method_costs(spec.method, held, version=value, low=low, high=high)
     if not rows:
         return []
@@ -282,11 +272,6 @@ def method_cost(facts: Mapping[str, Any]) -> list[Finding]:
 
 def _effective_k(spec: Any, version: Any) -> tuple[int | None, str]:
     """K as configured, else the method's default (overhead.toml [[default_k]]), with where it came from."""
-    from packaging.specifiers import SpecifierSet
-    from packaging.version import Version
-
-    from spec_doctor.knowledge.data import load
-
     if spec.num_speculative_tokens:
         return int(spec.num_speculative_tokens), spec.source or "speculative config"
     for row in load("overhead.toml").get("default_k", []):
@@ -305,8 +290,6 @@ def verify_budget(facts: Mapping[str, Any]) -> list[Finding]:
     """Where verification turns compute-bound: each step verifies K+1 tokens per request, and a decode step is
     compute-bound from about thresholds.toml verify_knee_tokens tokens on; with a large K (suffix decoding's default
     24) that concurrency is low, and above it speculation costs throughput. A speedup estimate replaces this."""
-    from spec_doctor.knowledge.data import threshold
-
     if _measured(facts) or _crashed(facts):
         return []
     dep = facts["config.deployment"]

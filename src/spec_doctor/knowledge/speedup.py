@@ -33,7 +33,13 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from spec_doctor.knowledge.catalogue import present_in, releases, templates
 from spec_doctor.knowledge.data import load, threshold
+from spec_doctor.knowledge.models import knowledge, normalize_name
+from spec_doctor.knowledge.specdata import method_support
 
 
 @dataclass(frozen=True)
@@ -182,8 +188,6 @@ class MethodCost:
 def hybrid_target(model_type: str | None, layer_types: Any, name: str | None) -> str | None:
     """Why a target counts as hybrid (recurrent-state layers beside attention), or None: its config.json
     model_type or layer_types first, its name only when there is no config (models.toml [hybrid])."""
-    from spec_doctor.knowledge.models import knowledge, normalize_name
-
     table = knowledge()["hybrid"]
     if model_type:
         if model_type in table["model_types"]:
@@ -204,8 +208,6 @@ def hybrid_target(model_type: str | None, layer_types: Any, name: str | None) ->
 
 def _catalogue_releases(text: str) -> tuple[frozenset[str], str] | None:
     """(the releases that print the vLLM message containing `text`, its source) from the message catalogue."""
-    from spec_doctor.knowledge.catalogue import present_in, templates
-
     for t in templates():
         if text in t.template:
             return present_in(t), f"{t.source}: '{t.template[:120]}'"
@@ -216,12 +218,6 @@ def _release_share(spec: str, version: Any, low: Any, high: Any, method: str | N
                    only: frozenset[str] | None = None) -> float:
     """1/0 for a known release; else the share of the releases that could be the one (inside the inferred range
     [low, high] when there is one, and able to run `method`) that `spec` covers."""
-    from packaging.specifiers import SpecifierSet
-    from packaging.version import Version
-
-    from spec_doctor.knowledge.catalogue import releases
-    from spec_doctor.knowledge.specdata import method_support
-
     sset = SpecifierSet(spec)
     allowed = {Version(r) for r in only} if only is not None else None
 
