@@ -235,3 +235,10 @@ def test_measured_figures_replace_the_prior():
     # A measured acceptance shows the MTP head's weights are there: no re-export warning.
     f = run(["pair.quantization"], target="org/Qwen3.6-27B-AWQ", draft="mtp", acceptance="60%")
     assert "pair.quantization.mtp-head" not in f
+
+
+def test_no_version_note_for_a_method_guessed_from_a_bare_label():
+    # vLLM would guess 'draft_model' from '--draft DFlash2'; that guess is no method whose releases matter.
+    assert "config.method.version-unknown" not in run(["config.method"], target="Qwen3.8-27B", draft="DFlash2")
+    assert "config.method.version-unknown" in run(["config.method"], target="meta-llama/Llama-3.1-70B-Instruct",
+                                                  draft="meta-llama/Llama-3.1-8B-Instruct")

@@ -20,6 +20,7 @@ from spec_doctor.engine.registry import check
 from spec_doctor.knowledge.data import threshold, thresholds
 from spec_doctor.knowledge.deployment import DeploymentConfig
 from spec_doctor.knowledge.fixes import allowed_draft_tp, plan_fix
+from spec_doctor.knowledge.models import names_no_checkpoint
 from spec_doctor.knowledge.specdata import (
     NEWEST_EXAMINED,
     applicable_rules,
@@ -476,7 +477,8 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
     upgrade = (f"pip install -U 'vllm>={support.first_supported}'",) if support.first_supported else ()
     if version is None:
         gaps = [s for s in row.get("support", []) if s["status"] != "supported"]
-        if gaps and not _ran(facts):  # (the log shows it drafting: whichever release it is, it runs the method)
+        guessed = inferred and names_no_checkpoint(spec.model)  # vLLM's guess from a bare label says nothing
+        if gaps and not guessed and not _ran(facts):  # (a log that shows it drafting: it runs the method)
             ranges = "; ".join(f"{s['status']} in {s['versions']}" for s in gaps)
             out.append(Finding("config.method.version-unknown", Category.ENV_VERSION, Severity.INFO, 0.4,
                                f"'{name}' ({label}) works only in some vLLM releases; the version is unknown",

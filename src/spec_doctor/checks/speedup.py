@@ -18,9 +18,8 @@ from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge.data import load, threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
-from spec_doctor.knowledge.models import size_from_name, text_config
+from spec_doctor.knowledge.models import names_no_checkpoint, text_config
 from spec_doctor.knowledge.overhead import overhead_causes
-from spec_doctor.knowledge.specdata import looks_like_ngram_typo
 from spec_doctor.knowledge.speedup import hybrid_target, method_costs
 
 _OFF = "remove --speculative-config (plain decoding)"
@@ -145,14 +144,6 @@ def _crashed(facts: Mapping[str, Any]) -> bool:
     return any(not getattr(f, "error", None) and f.crashed_before_serving for f in facts.get("logs.files") or [])
 
 
-def _not_a_model(ref: str | None) -> bool:
-    """A draft reference that names no checkpoint: no hub org or path, no size in the name, or a misspelled
-    '[ngram]'."""
-    if not ref or looks_like_ngram_typo(ref):
-        return True
-    return "/" not in ref and "\\" not in ref and size_from_name(ref) is None
-
-
 def _conditions(facts: Mapping[str, Any], dep: Any) -> tuple[set[str], list[Evidence]]:
     """Which overhead.toml `when` conditions hold, with the evidence for each."""
     spec = dep.speculative
@@ -215,7 +206,7 @@ def method_cost(facts: Mapping[str, Any]) -> list[Finding]:
         return []  # the server crashed before serving: the crash is the finding, not its speed
     dep = facts["config.deployment"]
     spec = dep.speculative
-    if spec is None or not spec.method or spec.method_origin != "explicit" and _not_a_model(spec.model):
+    if spec is None or not spec.method or spec.method_origin != "explicit" and names_no_checkpoint(spec.model):
         # A guessed method on a bare word ('DFlash2', a misspelled '[ngram]') says nothing about the path it runs.
         return []
     v = facts.get("vllm.version")
