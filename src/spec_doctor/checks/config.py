@@ -17,6 +17,7 @@ from packaging.version import Version
 
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity, clip
 from spec_doctor.engine.registry import check
+from spec_doctor.knowledge.acceptance import model_free
 from spec_doctor.knowledge.data import threshold, thresholds
 from spec_doctor.knowledge.deployment import DeploymentConfig
 from spec_doctor.knowledge.fixes import allowed_draft_tp, plan_fix
@@ -1123,7 +1124,8 @@ def _refused_budget(facts: Mapping[str, Any], cfg: DeploymentConfig, mbt: int | 
 
 @check("config.scheduler", categories=[Category.SCHEDULER_CONFIG, Category.OOM, Category.K_TOO_LARGE,
                                        Category.HIGH_TEMPERATURE],
-       needs=["config.deployment"], wants=["vllm.version", "models.target", "logs.files", "memory.trouble"],
+       needs=["config.deployment"], wants=["vllm.version", "models.target", "logs.files", "memory.budget",
+                                           "memory.trouble"],
        sources=[SIGNALS, DOCS],
        findings={
            "config.scheduler.max-num-seqs-low": "--max-num-seqs so low that requests queue instead of batching",
@@ -1194,20 +1196,27 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
                     ("--enable-chunked-prefill",)),
             impact="steadier decode speed while prompts arrive", impact_score=0.3))
     gmu = _float(cfg.args.get("gpu_memory_utilization"))
-    if gmu is not None and gmu >= threshold("gpu_memory_utilization_max"):
-        # A high utilization is a risk, not a diagnosis: vLLM sizes the KV cache to it and many servers run at
-        # 0.95+. It is an `oom` finding only when the inputs show memory trouble (an out-of-memory line or
-        # traceback); otherwise a note.
-        trouble = _memory_trouble(facts)
+    # The headroom is (1 - utilization) x the GPU's memory: without the GPU's size a high fraction says nothing
+    # (0.95 leaves 4 GiB of an 80 GiB GPU); with it, too little room for the CUDA graphs captured outside vLLM's
+    # share (the target's, and a model drafter's too: the budget's graph estimate each) is the risk. An
+    # out-of-memory sign in the logs makes it a finding whatever the GPU.
+    b = facts.get("memory.budget")
+    outside = getattr(b, "outside_bytes", None)
+    graphs = (getattr(b, "cuda_graph_bytes", None) or 0) * (1 if model_free(spec.method) else 2)
+    short = outside is not None and outside < graphs
+    trouble = _memory_trouble(facts)
+    if gmu is not None and gmu >= threshold("gpu_memory_utilization_max") and (short or trouble):
         out.append(Finding(
-            "config.scheduler.gpu-memory", Category.OOM if trouble else Category.HEALTHY,
-            Severity.WARNING if trouble else Severity.INFO, 0.6 if trouble else 0.4,
-            f"--gpu-memory-utilization {gmu} leaves almost no headroom for the drafter and CUDA graphs"
-            + ("" if trouble else " (a risk only: nothing in the inputs shows memory running out)"),
-            evidence=(Evidence(cfg.source_of("gpu_memory_utilization"), f"gpu_memory_utilization={gmu}"),
-                      _spec_ev(cfg)) + ((trouble,) if trouble else ()),
+            "config.scheduler.gpu-memory", Category.OOM, Severity.WARNING, 0.6 if trouble else 0.5,
+            (f"--gpu-memory-utilization {gmu} leaves {outside / 2**30:.1f} GiB outside vLLM's share: too little for "
+             f"the CUDA graphs captured there (~{graphs / 2**30:.1f} GiB)" if short and outside is not None else
+             f"--gpu-memory-utilization {gmu} leaves almost no headroom, and the log shows memory running out"),
+            evidence=(Evidence(cfg.source_of("gpu_memory_utilization"), f"gpu_memory_utilization={gmu}"),)
+            + ((Evidence(getattr(b, "gpu_total_source", "") or "memory budget",
+                         f"GPU memory {getattr(b, 'gpu_total_bytes', 0) / 2**30:.1f} GiB"),) if short else ())
+            + (_spec_ev(cfg),) + ((trouble,) if trouble else ()),
             fix=Fix("Leave headroom:", ("--gpu-memory-utilization 0.90",)),
-            impact="no out-of-memory at graph capture or under load", impact_score=0.5 if trouble else 0.0,
+            impact="no out-of-memory at graph capture or under load", impact_score=0.5,
             data={"value": gmu, "memory_trouble": trouble is not None}))
     # A block-parallel drafter (DFlash) proposes its whole block in one pass: K up to the block is its design.
     block = thresholds()["block_parallel_k_max"]

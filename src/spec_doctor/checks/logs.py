@@ -14,8 +14,10 @@ from typing import Any
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge import acceptance as acc
+from spec_doctor.knowledge.crashes import generic_bug, known_bugs
 from spec_doctor.knowledge.data import load, threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
+from spec_doctor.knowledge.models import HEAD, method_family
 from spec_doctor.knowledge.temperature import hot_sampling
 
 SIGNALS = "https://github.com/vllm-project/vllm/blob/v0.10.2/vllm/v1/spec_decode/metrics.py"
@@ -185,8 +187,10 @@ def known_errors(facts: Mapping[str, Any]) -> list[Finding]:
 
 
 @check("logs.acceptance", categories=["healthy", "low-acceptance", "engine-bug", "k-too-large"],
-       needs=["logs.files"], wants=["config.deployment", "vllm.version"],
+       needs=["logs.files"], wants=["config.deployment", "vllm.version", "vllm.version_range"],
        findings={"logs.acceptance.healthy": "speculation runs and accepts a useful number of tokens per step",
+                 "logs.acceptance.dead-drafter": "a drafter trained for the target is never accepted over many drafts",
+                 "logs.acceptance.tail-cliff": "a zero tail too thin to call a bug alone, or one a known bug explains",
                  "logs.acceptance.low": "the draft's tokens are rarely accepted over the run",
                  "logs.acceptance.falling": "acceptance falls as load rises or over time",
                  "logs.acceptance.tail-zero": "per-position acceptance drops to exactly 0 after a well-accepted position",
@@ -207,7 +211,8 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
     method = _spec_method(facts)
     for f in _files(facts):
         for s in f.spec_streams:
-            out.extend(_acceptance_stream(s, k_cfg, hot, _deployment_spec(facts), method))
+            out.extend(_acceptance_stream(s, k_cfg, hot, _deployment_spec(facts), method,
+                                          (facts.get("vllm.version"), facts.get("vllm.version_range"))))
     return out
 
 
@@ -216,7 +221,7 @@ def _deployment_spec(facts: Mapping[str, Any]) -> Any:
 
 
 def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any = None,
-                       method: str | None = None) -> list[Finding]:
+                       method: str | None = None, release: tuple = (None, None)) -> list[Finding]:
     out: list[Finding] = []
     v0 = s.spec_formats == {"v0"}
     k = s.k or k_cfg
@@ -238,20 +243,10 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
         desc += "; per position " + ", ".join(f"{p:.3f}" for p in per)
     ev = Evidence(src, desc)
     # Exact zeros after a well-accepted position: the engine, not the draft.
-    zt = acc.zero_tail(per, s.pos_drafts)
-    tail = zt[0] if zt is not None and zt[1] < threshold("dead_tail_max_chance") else None
-    if tail is not None and zt is not None:
-        bug = _bugs().get("per-position-tail-zero", {})
-        chance = zt[1]
-        out.append(Finding("logs.acceptance.tail-zero", Category.ENGINE_BUG, Severity.WARNING,
-                           acc.chance_confidence(chance),
-                           f"Positions {tail + 1}-{len(per)} are never accepted (0.000) right after position "
-                           f"{tail} at {per[tail - 1]:.3f}: an engine/drafter bug, not a weak draft",
-                           (ev, Evidence(src, f"~{s.pos_drafts:.0f} drafts: a working drafter's position {tail + 1} "
-                                              f"would accept with a chance of zero accepts below {chance:.1e}")),
-                           Fix(bug.get("fix", ""), tuple(bug.get("commands", ()))),
-                           impact=bug.get("meaning"), impact_score=0.6,
-                           data={**data, "first_zero_position": tail + 1, "chance": chance}))
+    tail, tail_found = _tail_zero(s, per, ev, data, method, release)
+    out.extend(tail_found)
+    dead = _dead_drafter(s, per, ev, data, method, release, hot)
+    out.extend(dead)
     low = False
     # Lines cut before their counts (pieces, quoted excerpts) still show rates; their sample is unknown, so
     # what they say is a note at the floor confidence, never a warning.
@@ -312,6 +307,87 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
         out.append(Finding("logs.acceptance.falling", Category.LOW_ACCEPTANCE, Severity.INFO, 0.5, fall[0], (Evidence(src, fall[1]),),
                            impact_score=0.2, data=data))
     return out
+
+
+def _tail_zero(s, per, ev: Evidence, data: dict, method: str | None,
+               release: tuple) -> tuple[int | None, list[Finding]]:
+    """The zero tail of a per-position curve, judged by its chance given the curve's decay
+    (knowledge/acceptance.zero_tail): below dead_tail_max_chance a working drafter cannot give it (an engine
+    bug: returned as the decisive tail); below tail_cliff_known_bug_chance it names a known drafter bug of this
+    method and release that shows exactly this (data/known_bugs.toml, a warning); below tail_cliff_note_chance
+    it is a cliff worth a note. A smooth decay is a K that is too large, which the K rule judges."""
+    zt = acc.zero_tail(per, s.pos_drafts)
+    if zt is None:
+        return None, []
+    m, chance = zt
+    src = s.lines_range()
+    odds = Evidence(src, f"~{s.pos_drafts:.0f} drafts, ~{s.pos_drafts * per[m - 1]:.0f} of them reached position {m}: "
+                         f"a drafter decaying as positions 1-{m} do would leave position {m + 1} unaccepted "
+                         f"with a chance of {chance:.1e}")
+    base = {**data, "first_zero_position": m + 1, "chance": chance}
+    if chance < threshold("dead_tail_max_chance"):
+        bug = _bugs().get("per-position-tail-zero", {})
+        return m, [Finding("logs.acceptance.tail-zero", Category.ENGINE_BUG, Severity.WARNING,
+                           acc.chance_confidence(chance),
+                           f"Positions {m + 1}-{len(per)} are never accepted (0.000) right after position "
+                           f"{m} at {per[m - 1]:.3f}: an engine/drafter bug, not a weak draft", (ev, odds),
+                           Fix(bug.get("fix", ""), tuple(bug.get("commands", ()))),
+                           impact=bug.get("meaning"), impact_score=0.6, data=base)]
+    known = known_bugs("tail-zero", method, release[0], release[1]) \
+        if chance < threshold("tail_cliff_known_bug_chance") else []
+    if not known and chance >= threshold("tail_cliff_note_chance"):
+        return None, []
+    if known:
+        kb, sure = known[0]
+        where = "in this release" if sure else "possibly: the release is not pinned"
+        return None, [Finding("logs.acceptance.tail-cliff", Category.ENGINE_BUG, Severity.WARNING,
+                              0.7 if sure else 0.6,
+                              f"Per-position acceptance falls off a cliff to exactly 0.000 after position {m}: the "
+                              f"known {method} bug '{kb.title}' ({where})",
+                              (ev, odds, Evidence(kb.source, f"{kb.meaning} Fixed: {kb.fixed_in}.")),
+                              Fix(kb.fix, kb.commands), impact=kb.meaning, impact_score=0.6,
+                              data={**base, "known_bug": kb.id, "release_affected": sure})]
+    return None, [Finding("logs.acceptance.tail-cliff", Category.ENGINE_BUG, Severity.INFO, 0.4,
+                          f"Per-position acceptance drops to exactly 0.000 after position {m}: unlikely from a "
+                          f"working drafter (chance {chance:.1g}), but too few drafts to call it a bug",
+                          (ev, odds), Fix("Collect a longer window (more drafts) at temperature 0: if positions "
+                                          f"{m + 1}+ stay at exactly 0.000, it is a drafter/engine bug; if they "
+                                          "fill in, lower K instead."),
+                          impact_score=0.3, data=base)]
+
+
+def _dead_drafter(s, per, ev: Evidence, data: dict, method: str | None, release: tuple,
+                  hot: tuple | None) -> list[Finding]:
+    """A drafter trained for the target (a head: EAGLE/EAGLE-3/MTP/DFlash/Medusa) whose drafts are never
+    accepted over enough drafts that a working one cannot give that: zero accepts from a head that accepts its
+    first position at least trained_drafter_min_first_acceptance of the time have chance (1 - floor)^drafts.
+    That is a broken draft path (weights not loaded, a wrong layer mapping, a release's bug), not weak drafts.
+    A draft model or a lookup drafter can honestly be that bad (another tokenizer, text without repeats)."""
+    if method_family(method) != HEAD or s.accepted > 0 or any(p > 0 for p in per):
+        return []
+    drafts = s.pos_drafts or (s.drafted / s.k if s.k else 0)
+    if drafts <= 0 or s.drafted <= 0:
+        return []
+    floor = threshold("trained_drafter_min_first_acceptance")
+    chance = acc.never_accepted_chance(drafts, floor)
+    if chance >= threshold("dead_tail_max_chance"):
+        return []
+    generic = generic_bug("dead-drafter")
+    known = known_bugs("zero-acceptance", method, release[0], release[1])
+    ev2 = [ev, Evidence(s.lines_range(), f"0 of {s.drafted:.0f} drafted tokens accepted over ~{drafts:.0f} drafts: a "
+                                         f"{method} head accepting even {floor:.0%} of first positions gives that "
+                                         f"with a chance of {chance:.1e}")]
+    if known:
+        ev2.append(Evidence(known[0][0].source, f"{known[0][0].title}: {known[0][0].meaning} Fixed: {known[0][0].fixed_in}."))
+    note = f" (at temperature {hot[0]:g}, which lowers acceptance but not to exactly 0)" if hot else ""
+    return [Finding("logs.acceptance.dead-drafter", Category.ENGINE_BUG, Severity.WARNING,
+                    acc.chance_confidence(chance),
+                    f"The {method} drafter is never accepted: 0 of {s.drafted:.0f} drafted tokens{note}; a broken "
+                    "draft path, not a weak draft", tuple(ev2),
+                    Fix(known[0][0].fix if known else generic.get("fix", ""),
+                        known[0][0].commands if known else tuple(generic.get("commands", ()))),
+                    impact=generic.get("meaning"),
+                    impact_score=0.7, data={**data, "drafts": drafts, "chance": chance})]
 
 
 def _falling(s) -> tuple[str, str] | None:

@@ -13,8 +13,10 @@ from typing import Any
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge import acceptance as acc
+from spec_doctor.knowledge.crashes import generic_bug
 from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
+from spec_doctor.knowledge.models import HEAD, method_family
 from spec_doctor.knowledge.temperature import hot_sampling
 from spec_doctor.parsers.promparse import EngineDelta, Gauges, MetricsWindow, metric_names, per_model
 
@@ -314,11 +316,12 @@ def spec_active(facts: Mapping[str, Any]) -> list[Finding]:
     return out
 
 
-@check("metrics.acceptance", categories=["low-acceptance", "healthy"], needs=["metrics.deltas"],
+@check("metrics.acceptance", categories=["low-acceptance", "engine-bug", "healthy"], needs=["metrics.deltas"],
        wants=["config.deployment"], timeout_s=_TIMEOUT_S,
        findings={
            "metrics.acceptance.low": "mean acceptance length below what the draft's cost needs to pay off",
-           "metrics.acceptance.zero": "not one draft token was accepted: the draft is broken or mismatched",
+           "metrics.acceptance.zero": "not one draft token was accepted: the draft is broken or mismatched (a "
+                                      "trained head: a broken draft path)",
            "metrics.acceptance.ok": "speculation runs and accepts enough tokens per step",
        }, sources=[_SPEC_METRICS, "https://arxiv.org/abs/2211.17192",
                    "https://github.com/vllm-project/vllm/pull/9298"])
@@ -355,6 +358,21 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
                   "'{\"method\": \"eagle3\", \"model\": \"<EAGLE-3 head trained for MODEL>\", "
                   "\"num_speculative_tokens\": 3}'")
         if d.num_accepted_tokens == 0 and d.num_drafts >= 5 * threshold("min_drafts"):
+            method = getattr(spec, "method", None)
+            chance = acc.never_accepted_chance(d.num_drafts, threshold("trained_drafter_min_first_acceptance"))
+            if method_family(method) == HEAD and chance < threshold("dead_tail_max_chance"):
+                # A head trained for the target never matching it is a broken draft path, not a weak draft
+                # (the same rule as logs.acceptance dead-drafter).
+                generic = generic_bug("dead-drafter")
+                out.append(Finding(
+                    "metrics.acceptance.zero", Category.ENGINE_BUG, Severity.ERROR, acc.chance_confidence(chance),
+                    f"The {method} drafter is never accepted: not one of {_num(d.num_draft_tokens)} draft tokens "
+                    f"({_label(w, d)}); a broken draft path, not a weak draft",
+                    evidence=(*ev, Evidence(generic.get("source", ""), generic.get("meaning", ""))),
+                    fix=Fix(generic.get("fix", ""), tuple(generic.get("commands", ()))),
+                    impact="Every draft step is pure overhead: slower than no speculation.", impact_score=0.95,
+                    data={**data, "chance": chance}))
+                continue
             out.append(Finding(
                 "metrics.acceptance.zero", Category.LOW_ACCEPTANCE, Severity.ERROR, 0.85,
                 f"Not one of {_num(d.num_draft_tokens)} draft tokens was accepted ({_label(w, d)})",

@@ -286,24 +286,53 @@ def summarize_counters(num_drafts: float, num_draft_tokens: float, num_accepted_
 def zero_tail(survival: Sequence[float], drafts: float) -> tuple[int, float] | None:
     """A survival curve that is exactly 0 from some position on, judged by how unlikely those zeros are.
 
-    Returns (m, p): m = the number of working positions (every later one is 0.000), p = the chance of no accept
-    at position m+1 from a drafter that works, given the curve's decay: the drafts that reached position m
-    (drafts * s_m) each accept position m+1 with the conditional rate a = s_m / s_(m-1) halved (deeper positions
-    accept less; the halving keeps the estimate conservative), so p = (1 - a)^(drafts * s_m). None when the curve
-    does not end in zeros after a working position."""
+    Returns (m, p): m = the number of working positions (every later one is 0.000), p = the chance that a drafter
+    that works as the curve's own decay says gives no accept at position m+1 (and so none after it: the curve is a
+    survival curve). The conditional acceptance of each working position i (s_i / s_(i-1), over the drafts * s_(i-1)
+    drafts that reached it) is fitted with a line weighted by those draft counts; the line, never rising with
+    depth, predicts position m+1's conditional a, and the drafts * s_m drafts that reached position m each miss it
+    with 1 - a: p = (1 - a)^(drafts * s_m). A smooth decay predicts a near 0 and p near 1 (a K that is too large);
+    a cliff after a well-accepted position gives a tiny p (an engine or drafter bug). None when the curve does not
+    end in zeros after a working position, or the decay itself reaches 0."""
     if len(survival) < 2 or survival[-1] > 0.0 or drafts <= 0:
         return None
     m = max((i + 1 for i, s in enumerate(survival) if s > 0.0), default=0)
     if m == 0 or any(s > 0.0 for s in survival[m:]):
         return None
-    s_m = survival[m - 1]
-    prev = survival[m - 2] if m >= 2 else 1.0
-    a = 0.5 * (s_m / prev if prev > 0 else 0.0)
-    reached = drafts * s_m
+    conds, weights, prev = [], [], 1.0
+    for s in survival[:m]:
+        conds.append(min(1.0, s / prev) if prev > 0 else 0.0)
+        weights.append(drafts * prev)
+        prev = s
+    a = _next_conditional(conds, weights)
+    reached = drafts * survival[m - 1]
     if a <= 0.0 or reached <= 0:
         return None
     log_p = reached * math.log1p(-min(a, 0.999999))
     return m, math.exp(max(log_p, -745.0))
+
+
+def never_accepted_chance(drafts: float, floor: float) -> float:
+    """The chance that a drafter whose first position is accepted at least `floor` of the time has none of
+    `drafts` drafts accepted: (1 - floor)^drafts (a survival curve starts at position 1: no accept there, none
+    at all)."""
+    if drafts <= 0:
+        return 1.0
+    return math.exp(max(drafts * math.log1p(-min(floor, 0.999999)), -745.0))
+
+
+def _next_conditional(conds: Sequence[float], weights: Sequence[float]) -> float:
+    """The conditional acceptance of the position after the fitted ones: a weighted least-squares line over
+    (position, conditional), its slope capped at 0 (deeper positions are never predicted to accept more)."""
+    total = sum(weights)
+    if len(conds) == 1 or total <= 0:
+        return conds[-1]
+    xs = range(1, len(conds) + 1)
+    xbar = sum(w * x for w, x in zip(weights, xs)) / total
+    ybar = sum(w * c for w, c in zip(weights, conds)) / total
+    sxx = sum(w * (x - xbar) ** 2 for w, x in zip(weights, xs))
+    slope = sum(w * (x - xbar) * (c - ybar) for w, x, c in zip(weights, xs, conds)) / sxx if sxx > 0 else 0.0
+    return max(0.0, min(1.0, ybar + min(slope, 0.0) * (len(conds) + 1 - xbar)))
 
 
 def evidence_confidence(base: float, n: float, n_full: float, *, floor: float = 0.3, cap: float = 0.95) -> float:

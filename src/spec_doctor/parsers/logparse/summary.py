@@ -343,6 +343,7 @@ class LogFile:
     stopped: str | None = None  # reading stopped early (the --timeout deadline): how far it got
     binary: bool = False
     records: int = 0  # vLLM records recognized (any header)
+    quoted: list = field(default_factory=list)  # plain lines of a short excerpt (quoted_lines)
     vllm_version: Sourced | None = None
     versions_seen: list = field(default_factory=list)  # [(version, source)] (restarts, several servers)
     engine: Sourced | None = None  # "v0" | "v1"
@@ -778,6 +779,9 @@ def build_prefilter() -> re.Pattern[bytes]:
 # A warning wrapped when pasted continues on the next, header-less line (LogFile._record joins the two).
 CONTEXT = {b"Serving Benchmark Result": 40, b"WARNING ": 1}
 # Rows of a `vllm bench serve` table pasted without its banner (lines.BENCH_FIELD)
+# A log this short is an excerpt from a report: its plain lines (no vLLM header) are read too (quoted_lines).
+QUOTED_MAX_BYTES = 64 * 1024
+QUOTED_MAX_LINES = 400
 BENCH_NEEDLES = (b"throughput (tok/s)", b"TTFT (ms)", b"TPOT (ms)", b"Successful requests")
 NEEDLES = L.NEEDLES + (b"Traceback", b'File "', b"Exception", b"Assertion `", b"Per-position acceptance rate: ",
                           b"Mean acceptance length: ", b"Avg Draft acceptance rate: ",
@@ -817,6 +821,12 @@ def parse_log(path: str, display: str | None = None, *, chunk_size: int | None =
     lf.lines = stats.lines
     lf.truncated_lines = stats.truncated_lines
     lf.stopped = stats.stopped
+    if path != "-" and not stats.stopped and os.path.getsize(path) <= QUOTED_MAX_BYTES:
+        stream, _ = open_log(path)
+        try:
+            lf.quoted = quoted_lines(stream.read(QUOTED_MAX_BYTES + 1).decode("utf-8", errors="replace"))
+        finally:
+            stream.close()
     lf.size_bytes = os.path.getsize(path) if path != "-" and os.path.exists(path) else stats.bytes_read
     lf.binary = stats.nul_bytes > 16 and lf.records == 0
     return lf
@@ -845,4 +855,19 @@ def parse_text(text: str, display: str = "<text>", *, reference: bool = False) -
     lf.fold_engineless()
     lf.lines = stats.lines
     lf.truncated_lines = stats.truncated_lines
+    if len(text) <= QUOTED_MAX_BYTES:
+        lf.quoted = quoted_lines(text)
     return lf
+
+
+def quoted_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, text) of the lines without a vLLM log header in a short excerpt: a report that quotes vLLM's
+    message alone ("Shape: 3328 out of considered ranges: ..."), without its exception type or traceback, or a
+    multi-line record's continuation. The log reader selects lines by keyword, so such a line is read only here;
+    the collector identifies it against vLLM's message catalogue (logs.events)."""
+    out = []
+    for n, raw in enumerate(text.splitlines()[:QUOTED_MAX_LINES], 1):
+        t = L.strip_ansi(raw).strip()
+        if t and len(t) <= 2000 and L.parse_envelope(t).level is None:
+            out.append((n, t))
+    return out
