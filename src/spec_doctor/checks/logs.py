@@ -195,7 +195,8 @@ def known_errors(facts: Mapping[str, Any]) -> list[Finding]:
                  "logs.acceptance.falling": "acceptance falls as load rises or over time",
                  "logs.acceptance.tail-zero": "per-position acceptance drops to exactly 0 after a well-accepted position",
                  "logs.acceptance.k-too-large": "the last draft positions are almost never accepted"},
-       sources=[SIGNALS, "https://github.com/vllm-project/vllm/blob/v0.9.2/vllm/spec_decode/metrics.py"])
+       sources=[SIGNALS, "https://github.com/vllm-project/vllm/blob/v0.9.2/vllm/spec_decode/metrics.py",
+                "knowledge/data/acceptance.toml"])
 def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
     """Acceptance over the whole run, per server stream: tokens per step, acceptance rate, per-position curve.
 
@@ -247,40 +248,55 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
     out.extend(tail_found)
     dead = _dead_drafter(s, per, ev, data, method, release, hot)
     out.extend(dead)
-    low = False
+    low = below_cost = False
     # Lines cut before their counts (pieces, quoted excerpts) still show rates; their sample is unknown, so
     # what they say is a note at the floor confidence, never a warning.
     uncounted = s.drafted <= 0 and s.pos_drafts <= 0
+    # What a working drafter of this method accepts at this K (knowledge/data/acceptance.toml); V0's tokens per
+    # step come from System efficiency and are judged by it alone.
+    judged = acc.judge_acceptance(None if v0 else method, k, mal,
+                                  drafts=s.pos_drafts or (s.drafted / k if s.drafted and k else None))
     if s.drafted >= threshold("min_drafted_tokens") or uncounted:
         if v0:
             eff = (mal / (k + 1)) if (mal and k) else None
             low = eff is not None and eff < threshold("low_system_efficiency")
         elif mal is not None and k:
-            # Same rule as metrics.acceptance: a step of K drafts pays only above 1 + K*c tokens/step.
+            # Same rule as metrics.acceptance: a step of K drafts pays only above 1 + K*c tokens/step (1 + c for a
+            # block drafter, acceptance.step_draft_cost), and a
+            # drafter below the weakest published run of its method is not working as that method does.
             # The V1 "draft acceptance rate" (accepted / drafted) falls with K even when every step pays,
             # so it cannot judge a large K on its own.
-            low = mal < 1 + k * acc.cost_ratios(method)[1]
+            below_cost = mal < 1 + acc.step_draft_cost(method, k)[1]
+            low = below_cost or judged.below
         else:
             low = rate is not None and rate < threshold("low_acceptance")
     if low:
         # At a hot temperature sampling is not ruled out (sampling.temperature reports that): the draft
         # itself can only be judged at T=0.
-        out.append(Finding("logs.acceptance.low", Category.LOW_ACCEPTANCE,
-                           Severity.INFO if hot or uncounted else Severity.WARNING,
-                           0.35 if hot else acc.evidence_confidence(0.7, s.drafted,
-                                                                    10 * threshold("min_drafted_tokens")),
+        sev, conf = Severity.INFO if hot or uncounted else Severity.WARNING, \
+            0.35 if hot else acc.evidence_confidence(0.7, s.drafted, 10 * threshold("min_drafted_tokens"))
+        if judged.below and not below_cost and not v0:
+            grade = acc.shortfall_grade(judged, s.drafted, hot=hot is not None)
+            sev, conf = Severity(grade[0]) if not uncounted else Severity.INFO, grade[1]
+        expect = acc.expectation_text(judged) if judged.below else ""
+        out.append(Finding("logs.acceptance.low", Category.LOW_ACCEPTANCE, sev, conf,
                            f"The draft is rarely accepted: {desc}"
-                           + (f" (at temperature {hot[0]:g}: sampling not ruled out)" if hot else ""),
+                           + (f" (at temperature {hot[0]:g}: sampling not ruled out)" if hot else "")
+                           + (f"; {expect}" if expect else ""),
                            (ev,), Fix("Measure acceptance at temperature 0 on your own prompts, then try a draft "
                                       "trained for this target (EAGLE3/MTP head) or a lower K.",
                                       ("spec-doctor check --probe offline --target <target> --draft <draft> "
                                        "--prompts prompts.jsonl",)),
                            impact="Each rejected draft token costs verification compute for nothing.",
-                           impact_score=0.6, data=data))
+                           impact_score=0.6, data={**data, **_judged_data(judged)}))
     elif tail is None and mal is not None:
+        normal = judged.verdict == "normal" and judged.expectation is not None
         out.append(Finding("logs.acceptance.healthy", Category.HEALTHY, Severity.INFO, 0.8,
-                           f"Speculation is on and accepts {mal:.2f} tokens/step" + (f" (K={k})" if k else ""),
-                           (ev,), data=data))
+                           f"Speculation is on and accepts {mal:.2f} tokens/step" + (f" (K={k})" if k else "")
+                           + (f", in the normal range for {judged.expectation.label} (typically "
+                              f"{judged.expectation.typical_length:.2f} at K={k})"
+                              if normal and judged.expectation else ""),
+                           (ev,), data={**data, **_judged_data(judged)}))
     elif tail is None and rate is not None and rate >= threshold("low_acceptance"):
         # Early V1 lines (0.8.3-0.8.4) and pieces of lines show only the rate: enough to say drafts are accepted.
         out.append(Finding("logs.acceptance.healthy", Category.HEALTHY, Severity.INFO,
@@ -307,6 +323,31 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
         out.append(Finding("logs.acceptance.falling", Category.LOW_ACCEPTANCE, Severity.INFO, 0.5, fall[0], (Evidence(src, fall[1]),),
                            impact_score=0.2, data=data))
     return out
+
+
+def _bench_low(b: dict, method: str | None, k_cfg: int | None) -> bool | None:
+    """Is a `vllm bench serve` result's acceptance low? Judged like a log stream when its acceptance length and K
+    (draft tokens / drafts, or the deployment's) are known: below what the step's drafting costs, or below the
+    method's published range at that K; otherwise by the rate alone. None: the block shows no acceptance."""
+    rate, al = b.get("acceptance_rate"), b.get("acceptance_length")
+    drafts, tokens = b.get("drafts"), b.get("draft_tokens")
+    k = round(tokens / drafts) if drafts and tokens else k_cfg
+    if al is not None and k:
+        judged = acc.judge_acceptance(method, k, al, drafts=drafts)
+        return al < 1 + acc.step_draft_cost(method, k)[1] or judged.below
+    if rate is None:
+        return None
+    return rate < 100 * threshold("low_acceptance")
+
+
+def _judged_data(j: acc.Judgement) -> dict:
+    """The method expectation a stream was judged by, for the report's data (empty when there was none)."""
+    e = j.expectation
+    if e is None:
+        return {}
+    return {"expected": {"method": e.method, "k": e.k, "typical_length": round(e.typical_length, 3),
+                         "floor_length": None if e.floor_length is None else round(e.floor_length, 3),
+                         "verdict": j.verdict, "shortfall": j.shortfall, "sources": list(e.sources)}}
 
 
 def _tail_zero(s, per, ev: Evidence, data: dict, method: str | None,
@@ -806,12 +847,14 @@ def measurement(facts: Mapping[str, Any]) -> list[Finding]:
                                     "--num-prompts 200",)), impact_score=0.5))
     bug = _bugs()["bench-default-temperature"]
     spec_seen = _spec_on(facts)
+    method, k_cfg = _spec_method(facts), _deployment_k(facts)
     for f in files:
         for b in f.bench:
             src = f"{f.display}:{b['line']}-{b.get('last_line', b['line'])}"
             inside = _in(version, bug.get("versions"))
             rate = b.get("acceptance_rate")
-            fine = rate is not None and rate >= 100 * threshold("low_acceptance")
+            low = _bench_low(b, method, k_cfg)
+            fine = low is False
             if inside is not False and not fine and (b.get("acceptance_rate") is not None or b.get("drafts")
                                                      or spec_seen):
                 # Only where the run's acceptance is in question (a benchmark that shows good acceptance, or one
@@ -839,10 +882,13 @@ def measurement(facts: Mapping[str, Any]) -> list[Finding]:
                         "the fix).", ()),
                     impact="no false verdict from an impossible figure", impact_score=0.4,
                     data={"peak": peak, "average": mean_out}))
-            if rate is not None and rate < 100 * threshold("low_acceptance"):
+            if low:
+                al = b.get("acceptance_length")
                 out.append(Finding("logs.measurement.bench-low-acceptance", Category.LOW_ACCEPTANCE, Severity.WARNING, 0.6,
-                                   f"The benchmark reports {rate:.1f}% draft acceptance",
-                                   (Evidence(src, f"Acceptance rate (%): {rate}"),),
+                                   "The benchmark reports "
+                                   + (f"{rate:.1f}% draft acceptance" if rate is not None else f"{al:g} tokens/step"),
+                                   (Evidence(src, f"Acceptance rate (%): {rate}"
+                                             + (f", Acceptance length: {al:g}" if al else "")),),
                                    Fix("Re-measure at temperature 0 on natural text before blaming the draft.",
                                        ("vllm bench serve --dataset-name sharegpt --temperature 0.0",)),
                                    impact_score=0.5))

@@ -371,6 +371,7 @@ class LogFile:
     # file's streams, or the (display, why) of the file this one's streams went to.
     merged_from: list = field(default_factory=list)
     merged_into: tuple | None = None
+    _table: tuple | None = None  # (columns, last line) of the acceptance table being read (lines.table_header)
     _offline: dict = field(default_factory=dict)  # the offline spec-decode summary being read (lines.OFFLINE_FIELDS)
     _last_engine: dict = field(default_factory=dict)  # (prefix, pid) -> engine index
     _prev_text: str = ""
@@ -488,6 +489,8 @@ class LogFile:
             return
         if rec.level is None and self._bench(lineno, msg, search):
             return
+        if rec.level is None and self._retyped(lineno, rec, msg):
+            return
         m = search(L.SPEC_V0_TIMES, msg)
         if m:
             self.spec_timing = Sourced({"proposal_ms_per_token": float(m.group(1)), "scoring_ms": float(m.group(2)),
@@ -525,6 +528,32 @@ class LogFile:
             block.setdefault("positions", {})[value[0]] = value[1]
         else:
             block[name] = value
+        return True
+
+    def _retyped(self, lineno: int, rec: L.Record, msg: str) -> bool:
+        """Acceptance figures retyped by a person (lines.RETYPED_LENGTH, acceptance tables): one spec window each."""
+        cells = L.table_cells(msg)
+        if cells is not None:
+            table = self._table
+            if table is not None and lineno - table[1] <= 2 and all(set(c) <= set(":- ") for c in cells):
+                self._table = (table[0], lineno)  # the |---| rule under the header
+                return True
+            head = L.table_header(cells)
+            if head is not None:
+                self._table = (head, lineno)
+                return True
+            if table is not None and lineno - table[1] <= 1:
+                self._table = (table[0], lineno)
+                sp = L.table_row(table[0], cells)
+                if sp is not None:
+                    self._stream(rec, None).add_spec(lineno, rec.ts, sp)
+                return True
+            return False
+        self._table = None
+        sp = L.parse_retyped_length(msg)
+        if sp is None:
+            return False
+        self._stream(rec, None).add_spec(lineno, rec.ts, sp)
         return True
 
     def flush_offline(self) -> None:
@@ -777,7 +806,8 @@ def build_prefilter() -> re.Pattern[bytes]:
 
 
 # A warning wrapped when pasted continues on the next, header-less line (LogFile._record joins the two).
-CONTEXT = {b"Serving Benchmark Result": 40, b"WARNING ": 1}
+# The rows under a pasted acceptance table's header (lines.TABLE_COLUMNS) hold no needle of their own.
+CONTEXT = {b"Serving Benchmark Result": 40, b"WARNING ": 1, b"cceptance length |": 30, b"ccepted / Drafted |": 30}
 # Rows of a `vllm bench serve` table pasted without its banner (lines.BENCH_FIELD)
 # A log this short is an excerpt from a report: its plain lines (no vLLM header) are read too (quoted_lines).
 QUOTED_MAX_BYTES = 64 * 1024
@@ -788,7 +818,7 @@ NEEDLES = L.NEEDLES + (b"Traceback", b'File "', b"Exception", b"Assertion `", b"
                           b"ccepted tokens", b"ccepted_tokens",
                           # metrics lines pasted without their log header (the prefilter anchors on `] `)
                           b"SpecDecoding metrics: ", b"Speculative metrics: ", b"Avg prompt throughput: ", b"draft proposals", b"num_drafts", b"raft tokens",
-                          b"raft_tokens", b"at token ", b"ean acceptance length", *BENCH_NEEDLES, b"Serving Benchmark Result", b"vocab_size", b"undefined symbol", b"out of memory", b"not supported with spec-decode",
+                          b"raft_tokens", b"at token ", b"ean acceptance length", b"ccpt Len", b"cceptance len", b"ccept len", *BENCH_NEEDLES, b"Serving Benchmark Result", b"vocab_size", b"undefined symbol", b"out of memory", b"not supported with spec-decode",
                           # pydantic's error-type tag on the line after a config ValidationError
                           b"[type=")
 
