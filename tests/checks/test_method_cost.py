@@ -170,6 +170,9 @@ def test_v0_engine_note_only_where_the_release_runs_the_method_on_v0():
     old = run(["config.method"], cmd=cmd, vllm_version="0.7.3")
     assert old["config.method.v0-engine"].category.value == "env-version"
     assert old["config.method.v0-engine"].data["v1_from"] == "0.9.0"
+    assert old["config.method.v0-engine"].severity.value == "warning"  # a 6.7B target: V0's step cost weighs
+    big = run(["config.method"], cmd=cmd.replace("facebook/opt-6.7b", "meta-llama/Llama-2-70b-hf"), vllm_version="0.7.3")
+    assert big["config.method.v0-engine"].severity.value == "info"
     new = run(["config.method"], cmd=cmd, vllm_version="0.9.0")
     assert "config.method.v0-engine" not in new and "config.method.ok" in new
 

@@ -540,13 +540,23 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
             impact="the method runs as configured", impact_score=0.6))
     elif support.status == "supported" and support.row.get("engine") == "V0" and (v1 := _v1_from(row)):
         # The release runs the method on the V0 engine, whose speculative path vLLM's own docs called not yet
-        # optimized; the method's V1 implementation (a later release) is the faster one.
+        # optimized; the method's V1 implementation (a later release) is the faster one. Against the short plain
+        # step of a target with few active parameters V0's fixed per-step cost weighs most: then a warning.
+        target = facts.get("models.target")
+        active = getattr(target, "active_param_count", None) or getattr(target, "param_count", None)
+        fast = bool(active and active <= threshold("fast_target_active_b") * 1e9)
         out.append(Finding(
-            "config.method.v0-engine", Category.ENV_VERSION, Severity.INFO, _scaled(facts, 0.55),
-            f"vLLM {vname} runs {label} speculation on the V0 engine; its V1 implementation (vLLM {v1}+) is faster",
+            "config.method.v0-engine", Category.ENV_VERSION, Severity.WARNING if fast else Severity.INFO,
+            _scaled(facts, 0.55),
+            f"vLLM {vname} runs {label} speculation on the V0 engine; its V1 implementation (vLLM {v1}+) is faster"
+            + (f" (with a target of ~{active / 1e9:.1f}B active parameters V0's per-step cost weighs most)"
+               if fast and active else ""),
             evidence=(spec_ev, _ver_ev(version, vsrc), Evidence(support.source, f"{name}: V0 in {support.row['versions']}"),
                       Evidence(V0_SLOW_SOURCE, "Please note that speculative decoding in vLLM is not yet optimized and "
-                                               "does not usually yield inter-token latency reductions")),
+                                               "does not usually yield inter-token latency reductions"))
+            + ((Evidence(getattr(target, "source", "models.target"),
+                         f"target {getattr(target, 'name', '')}: ~{(active or 0) / 1e9:.1f}B active parameters"),)
+               if fast else ()),
             fix=Fix(f"Upgrade to vLLM >= {v1} (the V1 engine) and name the method in --speculative-config:",
                     (f"pip install -U 'vllm>={v1}'",) + _fix_cmds(cfg, v1)),
             impact="the V1 speculative path: less per-step overhead than V0's", impact_score=0.5,
