@@ -8,6 +8,7 @@ vLLM version is unknown, version-gated findings say so and carry a lower confide
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,6 +21,7 @@ from spec_doctor.knowledge.acceptance import model_free
 from spec_doctor.knowledge.data import threshold, thresholds
 from spec_doctor.knowledge.deployment import DeploymentConfig
 from spec_doctor.knowledge.fixes import allowed_draft_tp, plan_fix
+from spec_doctor.knowledge.models import names_no_checkpoint
 from spec_doctor.knowledge.specdata import (
     NEWEST_EXAMINED,
     applicable_rules,
@@ -229,7 +231,7 @@ def _too_new(cfg: DeploymentConfig, version: Version, vsrc: str) -> list[Finding
 # ---------------------------------------------------------------------------------------------------
 
 @check("config.spec-keys", categories=[Category.CONFIG_DEPRECATED], needs=["config.deployment"],
-       wants=["vllm.version"], sources=[SIGNALS],
+       wants=["vllm.version", "models.target", "models.draft"], sources=[SIGNALS],
        findings={
            "config.spec-keys.invalid": "a key that is not a --speculative-config key (e.g. tensor_parallel_size)",
            "config.spec-keys.removed": "a key the release removed (e.g. disable_by_batch_size in 0.17+)",
@@ -239,6 +241,8 @@ def _too_new(cfg: DeploymentConfig, version: Version, vsrc: str) -> list[Finding
            "config.spec-keys.unknown": "a key spec-doctor does not know",
            "config.spec-keys.implicit-method": "no \"method\": vLLM guesses it from the draft",
            "config.spec-keys.method-renamed": "a method name vLLM rewrites (deepseek_mtp -> mtp)",
+           "config.spec-keys.speculators-dropped": "a speculators-format checkpoint: releases before 0.21 rebuild the "
+                                                   "speculative config from it and drop --speculative-config keys",
        })
 def spec_keys(facts: Mapping[str, Any]) -> list[Finding]:
     """Keys inside --speculative-config that the release rejects, ignores or renames.
@@ -250,10 +254,12 @@ def spec_keys(facts: Mapping[str, Any]) -> list[Finding]:
     """
     cfg: DeploymentConfig = facts["config.deployment"]
     spec = cfg.speculative
-    if spec is None or spec.source == DRAFT_SOURCE:
-        return []  # --draft only names the draft: there is no speculative config to read keys from
+    if spec is None:
+        return []
     version, vsrc = _version(facts)
-    out: list[Finding] = []
+    out: list[Finding] = _speculators_override(facts, cfg, version, vsrc)
+    if spec.source == DRAFT_SOURCE:
+        return out  # --draft only names the draft: there is no speculative config to read keys from
     fix = Fix("Corrected speculative config:", _fix_cmds(cfg, version))
     for key, value in spec.raw.items():
         if spec.legacy:
@@ -280,12 +286,23 @@ def spec_keys(facts: Mapping[str, Any]) -> list[Finding]:
                                impact="the server starts and does what the config says", impact_score=0.6,
                                data={"key": key}))
         elif status == "noop" and row:
-            out.append(Finding("config.spec-keys.noop", Category.CONFIG_DEPRECATED, Severity.WARNING, 0.85,
-                               f"\"{key}\" has no effect in vLLM {version}: {row['noop_effect']}",
-                               evidence=ev + (Evidence(row["source"], row.get("note", "")),),
+            # A key that would do nothing even where it works (a length limit at or above the server's own) loses
+            # the user nothing: a note, not a warning.
+            bound = row.get("noop_harmless_at_least")
+            server = human_int(cfg.args.get(bound)) if bound else None
+            mine = human_int(value)
+            harmless = server is not None and mine is not None and mine >= server
+            out.append(Finding("config.spec-keys.noop", Category.CONFIG_DEPRECATED,
+                               Severity.INFO if harmless else Severity.WARNING, 0.85,
+                               f"\"{key}\" has no effect in vLLM {version}: {row['noop_effect']}"
+                               + (f" (harmless here: {mine} is not below the server's --{str(bound).replace('_', '-')} "
+                                  f"{server})" if harmless else ""),
+                               evidence=ev + (Evidence(row["source"], row.get("note", "")),)
+                               + ((Evidence(cfg.source_of(str(bound)), f"{bound}={cfg.args.get(str(bound))}"),)
+                                  if harmless else ()),
                                fix=Fix(row["noop_fix"], _fix_cmds(cfg, version)),
-                               impact=f"no false sense of protection ({row['noop_effect']})", impact_score=0.5,
-                               data={"key": key}))
+                               impact=f"no false sense of protection ({row['noop_effect']})",
+                               impact_score=0.1 if harmless else 0.5, data={"key": key, "harmless": harmless}))
         elif status == "not-yet" and row:
             assert version is not None
             sev = Severity.ERROR if _base(version) < Version("0.11.1") or unknown_keys_rejected(version) \
@@ -333,6 +350,58 @@ def spec_keys(facts: Mapping[str, Any]) -> list[Finding]:
     return out
 
 
+def _speculators_format(ref: str | None, model: Any) -> str | None:
+    """Why a checkpoint is in the speculators format (its config.json has speculators_config, or its name says
+    speculator), or None."""
+    conf = getattr(model, "config", None) or {}
+    if isinstance(conf, dict) and "speculators_config" in conf:
+        return f"{getattr(model, 'config_source', ref)}: speculators_config in config.json"
+    rule = applicable_rules("speculators-override", None)
+    if ref and rule and re.search(rule[0]["name_pattern"], ref.lower()):
+        return f"{ref}: a speculators-format checkpoint by its name"
+    return None
+
+
+def _speculators_override(facts: Mapping[str, Any], cfg: DeploymentConfig, version: Version | None,
+                          vsrc: str) -> list[Finding]:
+    """A speculators-format checkpoint in releases whose speculators path drops the user's --speculative-config
+    (methods.toml "speculators-override"): certain when it is served as the model with keys given, a note to check
+    the resolved config when it is only named as the drafter."""
+    spec = cfg.speculative
+    assert spec is not None
+    served = _speculators_format(cfg.model, facts.get("models.target"))
+    drafter = _speculators_format(spec.model, facts.get("models.draft"))
+    why = served or drafter
+    if why is None:
+        return []
+    rules, partly = _range_rules("speculators-override", version, _ends(facts), None)
+    if not rules:
+        return []
+    rule = rules[0]
+    known = version is not None and not partly
+    given = [k for k in spec.raw if k not in ("method", "model")] if spec.source != DRAFT_SOURCE else []
+    if served and not given:
+        return []  # served as the model with nothing set in --speculative-config: nothing to drop
+    certain = bool(served and known)
+    where = f"vLLM {version}" if known else f"vLLM {rule['versions']}" + ("" if version is not None else
+                                                                          " (version unknown)")
+    title = (f"{where} ignores your --speculative-config keys ({', '.join(given)}) for the speculators checkpoint "
+             "served as the model: it rebuilds the config from the checkpoint" if certain else
+             f"A speculators-format checkpoint: {where} rebuild the speculative config from it when it is served as "
+             "the model and drop what --speculative-config sets (K, attention backend)")
+    conf = 0.85 if certain else _scaled(facts, 0.6 if served else 0.4) * (1.0 if known or partly else 0.75)
+    return [Finding(
+        "config.spec-keys.speculators-dropped", Category.CONFIG_DEPRECATED,
+        Severity.WARNING if served else Severity.INFO, round(conf, 3), title,
+        evidence=(Evidence(cfg.source_of("model") if served else spec.source or cfg.origin, why), _ver_ev(version, vsrc),
+                  Evidence(rule["source"], rule["message"])),
+        fix=Fix("Check the resolved SpeculativeConfig in the start-up log; serve the verifier as --model and name the "
+                "speculators checkpoint in --speculative-config, or upgrade:",
+                ("grep -n 'speculative_config' vllm.log", "pip install -U 'vllm>=0.21.0'")),
+        impact="the speculative settings you chose take effect", impact_score=0.6 if certain else 0.4,
+        data={"served_as_model": bool(served), "keys": given})]
+
+
 # ---------------------------------------------------------------------------------------------------
 
 def _refined_method(cfg: DeploymentConfig, draft: Any) -> tuple[str | None, str]:
@@ -366,6 +435,7 @@ def _refined_method(cfg: DeploymentConfig, draft: Any) -> tuple[str | None, str]
            "config.method.suffix-package": "suffix decoding needs the arctic-inference package",
            "config.method.eagle3-target": "EAGLE-3 on a target architecture the release does not accept",
            "config.method.mtp-k": "MTP with num_speculative_tokens > 1 reuses one MTP layer",
+           "config.method.v0-engine": "the release runs the method on the V0 engine; its V1 implementation is faster",
            "config.method.ok": "the method is supported by the release",
            "config.method.table-contradicted": "the tables say the release lacks the method, but the log shows it run",
        })
@@ -408,7 +478,8 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
     upgrade = (f"pip install -U 'vllm>={support.first_supported}'",) if support.first_supported else ()
     if version is None:
         gaps = [s for s in row.get("support", []) if s["status"] != "supported"]
-        if gaps and not _ran(facts):  # (the log shows it drafting: whichever release it is, it runs the method)
+        guessed = inferred and names_no_checkpoint(spec.model)  # vLLM's guess from a bare label says nothing
+        if gaps and not guessed and not _ran(facts):  # (a log that shows it drafting: it runs the method)
             ranges = "; ".join(f"{s['status']} in {s['versions']}" for s in gaps)
             out.append(Finding("config.method.version-unknown", Category.ENV_VERSION, Severity.INFO, 0.4,
                                f"'{name}' ({label}) works only in some vLLM releases; the version is unknown",
@@ -467,6 +538,29 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
             evidence=(spec_ev, Evidence(vsrc, f"vLLM {version}"), Evidence(support.source, "V1 opt-in")),
             fix=Fix(f"Upgrade to vLLM >= {support.first_supported}:", upgrade),
             impact="the method runs as configured", impact_score=0.6))
+    elif support.status == "supported" and support.row.get("engine") == "V0" and (v1 := _v1_from(row)):
+        # The release runs the method on the V0 engine, whose speculative path vLLM's own docs called not yet
+        # optimized; the method's V1 implementation (a later release) is the faster one. Against the short plain
+        # step of a target with few active parameters V0's fixed per-step cost weighs most: then a warning.
+        target = facts.get("models.target")
+        active = getattr(target, "active_param_count", None) or getattr(target, "param_count", None)
+        fast = bool(active and active <= threshold("fast_target_active_b") * 1e9)
+        out.append(Finding(
+            "config.method.v0-engine", Category.ENV_VERSION, Severity.WARNING if fast else Severity.INFO,
+            _scaled(facts, 0.55),
+            f"vLLM {vname} runs {label} speculation on the V0 engine; its V1 implementation (vLLM {v1}+) is faster"
+            + (f" (with a target of ~{active / 1e9:.1f}B active parameters V0's per-step cost weighs most)"
+               if fast and active else ""),
+            evidence=(spec_ev, _ver_ev(version, vsrc), Evidence(support.source, f"{name}: V0 in {support.row['versions']}"),
+                      Evidence(V0_SLOW_SOURCE, "Please note that speculative decoding in vLLM is not yet optimized and "
+                                               "does not usually yield inter-token latency reductions"))
+            + ((Evidence(getattr(target, "source", "models.target"),
+                         f"target {getattr(target, 'name', '')}: ~{(active or 0) / 1e9:.1f}B active parameters"),)
+               if fast else ()),
+            fix=Fix(f"Upgrade to vLLM >= {v1} (the V1 engine) and name the method in --speculative-config:",
+                    (f"pip install -U 'vllm>={v1}'",) + _fix_cmds(cfg, v1)),
+            impact="the V1 speculative path: less per-step overhead than V0's", impact_score=0.5,
+            data={"method": name, "v1_from": str(v1)}))
     elif support.status == "supported":
         out.append(Finding("config.method.ok", Category.HEALTHY, Severity.INFO, _scaled(facts, 0.9),
                            f"vLLM {vname} supports {label} speculation ('{name}')",
@@ -515,6 +609,20 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
             impact="fewer wasted verification slots if later positions are rarely accepted", impact_score=0.2,
             data={"k": k}))
     return out
+
+
+V0_SLOW_SOURCE = ("https://docs.vllm.ai/en/v0.6.3.post1/models/spec_decode.html (the warning on every V0-era "
+                  "spec-decode page, 0.5.1-0.7.x); https://github.com/vllm-project/vllm/issues/4630")
+
+
+def _v1_from(row: Mapping[str, Any]) -> Version | None:
+    """The first release that runs the method on the V1 engine by default (methods.toml support rows)."""
+    for s in row.get("support", []):
+        if s.get("engine") == "V1" and s["status"] == "supported":
+            lows = [Version(p.version) for p in SpecifierSet(s["versions"]) if p.operator in (">=", "==")]
+            if lows:
+                return min(lows)
+    return None
 
 
 def _range_rules(rule_id: str, version: Version | None, ends: tuple[Version, Version] | None,
@@ -615,6 +723,12 @@ def _crash(facts: Mapping[str, Any]) -> Evidence | None:
             what = f"{tb.get('exc_type') or 'exception'}: {tb.get('exc_msg') or ''}".strip().rstrip(":")
             return Evidence(str(tb.get("source")), f"the run crashed: {what[:160]}")
     return None
+
+
+def _memory_trouble(facts: Mapping[str, Any]) -> Evidence | None:
+    """Where the logs show memory running out (fact memory.trouble), as evidence; None when they do not."""
+    t = facts.get("memory.trouble")
+    return Evidence(t["source"], clip(t["text"], 200)) if t else None
 
 
 def _ran(facts: Mapping[str, Any]) -> str | None:
@@ -793,6 +907,26 @@ def parallel(facts: Mapping[str, Any]) -> list[Finding]:
     return out
 
 
+_HUMAN_INT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)\s*$")
+
+
+def human_int(value: Any) -> int | None:
+    """An integer argument as vLLM reads it (vllm/engine/arg_utils.py human_readable_int, 0.10+): '160K' = 160 x
+    1024, '25.6k' = 25600 (lower-case suffixes are decimal, upper-case binary); plain ints as they are."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return int(value)
+    m = _HUMAN_INT.match(str(value))
+    if not m:
+        return None
+    number, suffix = float(m.group(1)), m.group(2)
+    if not suffix:
+        return int(number)
+    power = "kmgt".index(suffix.lower()) + 1
+    return int(number * (1000 ** power if suffix.islower() else 1024 ** power))
+
+
 def _int(value: Any) -> int | None:
     if isinstance(value, bool) or value is None:
         return None
@@ -822,15 +956,72 @@ def _never_served(facts: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _stage_times(facts: Mapping[str, Any]) -> list[tuple[str, dict[str, float]]]:
+    """V0's `SpecDecodeWorker stage times` lines, one (source, times) per log file (the last of each)."""
+    out = []
+    for f in facts.get("logs.files") or []:
+        t = None if getattr(f, "error", None) else getattr(f, "spec_timing", None)
+        if t is not None and t.value.get("scoring_ms"):
+            out.append((t.source, t.value))
+    return out
+
+
+def _launch_bound_drafter(facts: Mapping[str, Any]) -> Finding | None:
+    """A draft model whose proposal time per token is far above its size share of a target scoring pass (V0 stage
+    times): its small forward passes are launch-bound, i.e. it runs without CUDA graphs. Two logs of one setup whose
+    proposal times differ while scoring stays put say the same more surely."""
+    times = _stage_times(facts)
+    if not times:
+        return None
+    pair = facts.get("models.pair")
+    ratio = getattr(pair, "param_ratio", None) if getattr(pair, "family", None) == "draft_model" else None
+    factor = threshold("drafter_launch_bound_factor")
+    ev: list[Evidence] = []
+    worst = None
+    for src, t in times:
+        share = t["proposal_ms_per_token"] / t["scoring_ms"]
+        over = share / ratio if ratio else None
+        ev.append(Evidence(src, f"{t['proposal_ms_per_token']:.2f} ms per proposed token, {t['scoring_ms']:.2f} ms per "
+                                f"scoring pass ({share:.0%})" + (f": {over:.1f}x the draft's size share" if over else "")))
+        if over is not None and over >= factor and (worst is None or over > worst):
+            worst = over
+    props = sorted(t["proposal_ms_per_token"] for _, t in times)
+    scores = sorted(t["scoring_ms"] for _, t in times)
+    ab = len(times) > 1 and props[-1] >= 2 * props[0] and scores[-1] <= 1.2 * scores[0]
+    if worst is None and not ab:
+        return None
+    if ratio:
+        ev.append(Evidence(getattr(pair, "ratio_basis", "models.pair"),
+                           f"draft/target size ratio {ratio:.3f}; a CUDA-graph drafter runs at ~2-{factor:g}x its size share"))
+    title = ("The drafter's proposal time per token varies " + f"{props[-1] / props[0]:.1f}x between the logs while "
+             "scoring stays the same: the slow run drafts without CUDA graphs" if ab else
+             f"The drafter takes {worst:.1f}x its size share of a target pass per proposed token: its small forward "
+             "passes are launch-bound (no CUDA graphs for the drafter)")
+    return Finding(
+        "config.cudagraph.drafter-launch-bound", Category.CUDA_GRAPH, Severity.WARNING,
+        0.75 if ab and worst is not None else 0.6,
+        title, evidence=tuple(ev),
+        fix=Fix("Keep CUDA graphs on for the drafter: drop --enforce-eager (lower --gpu-memory-utilization if graph "
+                "capture ran out of memory)", ()),
+        impact="cheaper proposals: each of the k draft passes costs a fraction of what it does now", impact_score=0.6,
+        data={"times": [t for _, t in times], "size_ratio": ratio, "over_share": worst})
+
+
 @check("config.cudagraph", categories=[Category.CUDA_GRAPH], needs=["config.deployment"],
-       wants=["vllm.version", "logs.files"], sources=[SIGNALS],
+       wants=["vllm.version", "logs.files", "models.pair"], sources=[SIGNALS],
        findings={
+           "config.cudagraph.drafter-launch-bound": "V0 stage times: proposals far slower than the draft's size "
+                                                    "implies (or than in another log of the same setup)",
            "config.cudagraph.enforce-eager": "--enforce-eager with speculation: target and drafter without CUDA graphs",
            "config.cudagraph.drafter-eager": "the speculative config runs the drafter eagerly",
            "config.cudagraph.mode": "a compilation/cudagraph mode that disables or downgrades graphs with spec",
        })
 def cudagraph(facts: Mapping[str, Any]) -> list[Finding]:
     """CUDA graphs switched off for the target or the drafter.
+
+    V0's `SpecDecodeWorker stage times` lines show it from the outside: a draft whose proposal time per token is
+    several times its size share of a target scoring pass is launch-bound (no graphs), and two logs of one setup
+    whose proposal times differ while scoring does not differ by the drafter's graphs.
 
     Speculation pays by making each decode step cheap; without CUDA graphs every small draft and verify
     step pays kernel-launch overhead, which often eats the gain. `--enforce-eager` turns graphs off for both
@@ -845,6 +1036,9 @@ def cudagraph(facts: Mapping[str, Any]) -> list[Finding]:
     out: list[Finding] = []
     if _never_served(facts):
         return out  # the server crashed before serving: speed advice waits until it runs
+    launch = _launch_bound_drafter(facts)
+    if launch is not None:
+        out.append(launch)
     if cfg.args.get("enforce_eager") is True:
         out.append(Finding(
             "config.cudagraph.enforce-eager", Category.CUDA_GRAPH, Severity.WARNING, 0.7,
@@ -940,13 +1134,15 @@ def _refused_budget(facts: Mapping[str, Any], cfg: DeploymentConfig, mbt: int | 
 
 @check("config.scheduler", categories=[Category.SCHEDULER_CONFIG, Category.OOM, Category.K_TOO_LARGE,
                                        Category.HIGH_TEMPERATURE],
-       needs=["config.deployment"], wants=["vllm.version", "models.target", "logs.files", "memory.budget"],
+       needs=["config.deployment"], wants=["vllm.version", "models.target", "logs.files", "memory.budget",
+                                           "memory.trouble"],
        sources=[SIGNALS, DOCS],
        findings={
            "config.scheduler.max-num-seqs-low": "--max-num-seqs so low that requests queue instead of batching",
            "config.scheduler.batched-tokens": "--max-num-batched-tokens below (k+1) x max-num-seqs",
            "config.scheduler.chunked-prefill-off": "chunked prefill turned off on the V1 engine",
-           "config.scheduler.gpu-memory": "--gpu-memory-utilization >= 0.95 leaves no headroom for the drafter",
+           "config.scheduler.gpu-memory": "--gpu-memory-utilization >= 0.95 leaves no headroom for the drafter (oom "
+                                         "only with an out-of-memory sign in the logs, else a note)",
            "config.scheduler.k-large": "num_speculative_tokens above 7 (rarely pays; start at 3-5)",
            "config.scheduler.temperature": "high sampling temperature with speculation",
        })
@@ -1012,22 +1208,26 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
     gmu = _float(cfg.args.get("gpu_memory_utilization"))
     # The headroom is (1 - utilization) x the GPU's memory: without the GPU's size a high fraction says nothing
     # (0.95 leaves 4 GiB of an 80 GiB GPU); with it, too little room for the CUDA graphs captured outside vLLM's
-    # share (the target's, and a model drafter's too: the budget's graph estimate each) is the risk.
+    # share (the target's, and a model drafter's too: the budget's graph estimate each) is the risk. An
+    # out-of-memory sign in the logs makes it a finding whatever the GPU.
     b = facts.get("memory.budget")
     outside = getattr(b, "outside_bytes", None)
     graphs = (getattr(b, "cuda_graph_bytes", None) or 0) * (1 if model_free(spec.method) else 2)
-    if gmu is not None and gmu >= threshold("gpu_memory_utilization_max") and outside is not None \
-            and outside < graphs:
+    short = outside is not None and outside < graphs
+    trouble = _memory_trouble(facts)
+    if gmu is not None and gmu >= threshold("gpu_memory_utilization_max") and (short or trouble):
         out.append(Finding(
-            "config.scheduler.gpu-memory", Category.OOM, Severity.WARNING, 0.5,
-            f"--gpu-memory-utilization {gmu} leaves {outside / 2**30:.1f} GiB outside vLLM's share: too little for "
-            f"the CUDA graphs captured there (~{graphs / 2**30:.1f} GiB)",
-            evidence=(Evidence(cfg.source_of("gpu_memory_utilization"), f"gpu_memory_utilization={gmu}"),
-                      Evidence(getattr(b, "gpu_total_source", "") or "memory budget",
-                               f"GPU memory {getattr(b, 'gpu_total_bytes', 0) / 2**30:.1f} GiB"),
-                      _spec_ev(cfg)),
+            "config.scheduler.gpu-memory", Category.OOM, Severity.WARNING, 0.6 if trouble else 0.5,
+            (f"--gpu-memory-utilization {gmu} leaves {outside / 2**30:.1f} GiB outside vLLM's share: too little for "
+             f"the CUDA graphs captured there (~{graphs / 2**30:.1f} GiB)" if short and outside is not None else
+             f"--gpu-memory-utilization {gmu} leaves almost no headroom, and the log shows memory running out"),
+            evidence=(Evidence(cfg.source_of("gpu_memory_utilization"), f"gpu_memory_utilization={gmu}"),)
+            + ((Evidence(getattr(b, "gpu_total_source", "") or "memory budget",
+                         f"GPU memory {getattr(b, 'gpu_total_bytes', 0) / 2**30:.1f} GiB"),) if short else ())
+            + (_spec_ev(cfg),) + ((trouble,) if trouble else ()),
             fix=Fix("Leave headroom:", ("--gpu-memory-utilization 0.90",)),
-            impact="no out-of-memory at graph capture or under load", impact_score=0.5, data={"value": gmu}))
+            impact="no out-of-memory at graph capture or under load", impact_score=0.5,
+            data={"value": gmu, "memory_trouble": trouble is not None}))
     # A block-parallel drafter (DFlash) proposes its whole block in one pass: K up to the block is its design.
     block = thresholds()["block_parallel_k_max"]
     k_max = int(block["value"]) if str(spec.method or "").lower() in block["methods"] else 7

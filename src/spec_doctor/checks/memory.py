@@ -79,14 +79,15 @@ def _util_fix(b: MemoryBudget) -> str | None:
 
 
 @check("memory.budget", categories=[Category.OOM, Category.KV_PRESSURE, Category.DRAFT_SIZE, Category.HEALTHY],
-       needs=["memory.budget"], wants=["nvml.snapshot"],
+       needs=["memory.budget"], wants=["nvml.snapshot", "memory.trouble"],
        findings={
            "memory.budget.no-kv": "weights and activations leave no memory for the KV cache: vLLM stops at "
                                   "start-up ('No available memory for the cache blocks')",
            "memory.budget.max-len": "the KV cache cannot hold one request of max-model-len tokens: vLLM "
                                     "refuses to start",
            "memory.budget.draft-outside": "the draft's weights are not in vLLM's memory profile (V0 draft "
-                                          "models) and do not fit outside gpu-memory-utilization: OOM at start",
+                                          "models) and do not fit outside gpu-memory-utilization: OOM at start "
+                                          "(GPU size unknown: a risk note unless the logs show memory running out)",
            "memory.budget.graphs-outside": "gpu-memory-utilization leaves too little room for CUDA graphs",
            "memory.budget.other-processes": "other processes already use more than gpu-memory-utilization "
                                             "leaves free: vLLM cannot start",
@@ -165,8 +166,14 @@ def memory_budget(facts: Mapping[str, Any]) -> list[Finding]:
             needed_total, target_min = risk
             at_risk = (f" (the target alone needs a GPU of {_g(target_min)}: GPUs of {_g(target_min)}-"
                        f"{_g(needed_total)} are at risk)") if target_min else ""
+            # Without the GPU's size this is a risk, not a diagnosis: an `oom` warning only when the logs show
+            # memory running out, else a note (a false out-of-memory verdict sends the user after the wrong cause).
+            trouble = facts.get("memory.trouble")
+            if trouble:
+                d_ev += (Evidence(trouble["source"], trouble["text"]),)
             out.append(Finding(
-                "memory.budget.draft-outside", Category.OOM, Severity.WARNING, 0.4,
+                "memory.budget.draft-outside", Category.OOM if trouble else Category.HEALTHY,
+                Severity.WARNING if trouble else Severity.INFO, 0.5 if trouble else 0.4,
                 f"The draft's {_g(b.draft.weight_bytes_per_gpu)} per GPU is not in vLLM's memory profile: with "
                 f"gpu-memory-utilization {b.gpu_memory_utilization:g} it fits only on GPUs of "
                 f"{_g(needed_total)} or more" + at_risk,
@@ -175,8 +182,9 @@ def memory_budget(facts: Mapping[str, Any]) -> list[Finding]:
                         f"the CUDA graphs ({_g(need)} + 0.5 GiB margin; the command shown is for a 40 GiB GPU), "
                         "or use a vLLM whose profiler counts the draft",
                         (f"--gpu-memory-utilization {_util_for(need, 40 * GIB):.2f}", "pip install -U vllm")),
-                impact="out of memory at start-up on smaller GPUs", impact_score=0.6,
-                data={"draft_bytes_per_gpu": b.draft.weight_bytes_per_gpu, "min_gpu_bytes": int(needed_total)}))
+                impact="out of memory at start-up on smaller GPUs", impact_score=0.6 if trouble else 0.0,
+                data={"draft_bytes_per_gpu": b.draft.weight_bytes_per_gpu, "min_gpu_bytes": int(needed_total),
+                      "memory_trouble": bool(trouble)}))
 
     # 4. CUDA graphs outside the share.
     if (b.outside_bytes is not None and b.cuda_graph_bytes and b.draft_weights_profiled

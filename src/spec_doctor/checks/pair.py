@@ -366,12 +366,18 @@ def _zero_acceptance(facts: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def _head_accepts(facts: Mapping[str, Any]) -> dict[str, Any] | None:
-    """A log stream in which the head's drafts are accepted well above chance: its trained weights are loaded."""
+    """A log stream (or a measured acceptance) in which the head's drafts are accepted well above chance: its
+    trained weights are loaded."""
     for a in facts.get("logs.acceptance") or []:
         drafted = a.get("drafted") or 0
         if drafted >= threshold("min_drafted_tokens") and \
                 (a.get("accepted") or 0) / drafted >= threshold("trained_head_min_acceptance"):
             return a
+    fig = facts.get("observed.figures") or {}
+    rate = fig.get("acceptance_rate")
+    floor = threshold("trained_head_min_acceptance")  # (a length counts the bonus token: 1 + accepted per step)
+    if (rate is not None and rate >= floor) or (fig.get("acceptance_length") or 0) >= 1.0 + floor:
+        return {"source": fig.get("acceptance_source")}
     return None
 
 
@@ -410,14 +416,22 @@ def quantization_check(facts: Mapping[str, Any]) -> list[Finding]:
         zero = _zero_acceptance(facts)
         ev = [Evidence(t.quantization_source or t.ref, f"target: {t.quantization}"),
               Evidence(MTP_QUANT_SOURCE.split(" ", 1)[0], MTP_QUANT_SOURCE.split(" ", 1)[1].strip("()"))]
+        # Re-exports by post-training quantizers that load and save through transformers lose the MTP layers unless
+        # the tool special-cases them (models.toml [mtp_export]): likely, not certain, without acceptance figures.
+        export = knowledge().get("mtp_export", {})
+        reexport = zero is None and t.quantization in export.get("drops", [])
         if zero is not None:
             ev.insert(0, Evidence(str(zero.get("source")), str(zero["detail"])))
+        elif reexport:
+            ev.append(Evidence(export["source"], export["why"]))
         out.append(Finding(
             id="pair.quantization.mtp-head", category=Category.QUANTIZATION,
-            severity=Severity.ERROR if zero is not None else Severity.INFO,
-            confidence=0.8 if zero is not None else 0.35,
+            severity=Severity.ERROR if zero is not None else Severity.WARNING if reexport else Severity.INFO,
+            confidence=0.8 if zero is not None else float(export.get("confidence", 0.5)) if reexport else 0.35,
             title=(f"MTP drafts are (almost) never accepted on a {t.quantization}-quantized checkpoint: its MTP "
                    "layers are missing or built in the wrong format" if zero is not None else
+                   f"MTP on a {t.quantization} re-export: such exports often drop the MTP layers, leaving a drafter "
+                   "with no trained weights (no acceptance figures here to tell)" if reexport else
                    f"MTP on a {t.quantization}-quantized checkpoint: check that the export kept the MTP layers "
                    "(no acceptance figures here)"),
             evidence=tuple(ev),
@@ -425,7 +439,8 @@ def quantization_check(facts: Mapping[str, Any]) -> list[Finding]:
                     "speculative config at the unquantized model's MTP weights:",
                     ("--speculative-config '{\"method\": \"mtp\", \"model\": \"<unquantized checkpoint>\", "
                      "\"num_speculative_tokens\": 1}'",)),
-            impact="MTP drafts that are accepted instead of wasted", impact_score=0.8 if zero is not None else 0.3,
+            impact="MTP drafts that are accepted instead of wasted",
+            impact_score=0.8 if zero is not None else 0.6 if reexport else 0.3,
             data={"target_quantization": t.quantization, "zero_acceptance": zero is not None}))
     elif t.quantization or (d is not None and d.quantization):
         parts = [f"target {t.quantization or 'none'}"]

@@ -9,6 +9,27 @@ from spec_doctor.engine.facts import FactStore, FactUnavailable, provides
 from spec_doctor.knowledge.budget import GIB, MemoryBudget, _sourced, compute_budget
 
 
+@provides("memory.trouble")
+def memory_trouble(store: FactStore) -> dict[str, str]:
+    """The first sign in the logs that memory ran out: {"source", "text"}. An `oom` row of log_signatures.toml, or
+    a warning, error or traceback the message catalogue files under `oom` (or a torch OutOfMemoryError). Without
+    one, memory settings that only look tight are risks, not diagnoses."""
+    for f in store.maybe("logs.files") or []:
+        if getattr(f, "error", None):
+            continue
+        for hit in f.signatures.values():
+            if hit.signature.category == "oom":
+                return {"source": f"{f.display}:{hit.lines[0] if hit.lines else '?'}", "text": hit.excerpt[:200]}
+    for f in store.maybe("logs.events") or []:
+        for tb in f.get("tracebacks") or []:
+            if "OutOfMemory" in str(tb.get("exc_type") or "") or (tb.get("template") or {}).get("category") == "oom":
+                return {"source": str(tb.get("source")), "text": f"{tb.get('exc_type')}: {tb.get('exc_msg') or ''}"[:200]}
+        for e in f.get("events") or []:
+            if (e.get("template") or {}).get("category") == "oom":
+                return {"source": str(e.get("source")), "text": str(e.get("text"))[:200]}
+    raise FactUnavailable("no out-of-memory line or traceback in the log(s)")
+
+
 @provides("memory.budget")
 def memory_budget(store: FactStore) -> Any:
     """The memory budget of target + draft + KV cache (knowledge/budget.py)."""

@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import Any
 
 from spec_doctor.knowledge.data import load
+from spec_doctor.knowledge.specdata import looks_like_ngram_typo
 
 
 @lru_cache(maxsize=1)
@@ -57,6 +58,14 @@ def size_from_name(ref: str) -> NameSize | None:
         scale = 1e9 if m.group(2) == "b" else 1e6
         return NameSize(int(float(m.group(1)) * scale), None, "name", ref)
     return None
+
+
+def names_no_checkpoint(ref: str | None) -> bool:
+    """A draft reference that names no checkpoint: no hub org or path, no size in the name, or a misspelled
+    '[ngram]' ('DFlash2' typed as a label). A method vLLM would guess from it says nothing about what runs."""
+    if not ref or looks_like_ngram_typo(ref):
+        return True
+    return "/" not in ref and "\\" not in ref and size_from_name(ref) is None
 
 
 def quantization_from_name(ref: str) -> str | None:

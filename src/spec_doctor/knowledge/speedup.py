@@ -33,7 +33,13 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from spec_doctor.knowledge.catalogue import present_in, releases, templates
 from spec_doctor.knowledge.data import load, threshold
+from spec_doctor.knowledge.models import knowledge, normalize_name
+from spec_doctor.knowledge.specdata import method_support
 
 
 @dataclass(frozen=True)
@@ -162,3 +168,96 @@ def estimate_speedup(*, tokens_per_step: float, spec_step_s: float, plain: Plain
     verdict = "paying off" if point >= 1.0 + even else "costing" if point <= 1.0 - even else "roughly even"
     return SpeedupEstimate(point, low, high, tokens_per_step, spec_step_s, plain.seconds,
                            spec_step_s / plain.seconds, batch, verdict, asdict(plain), list(basis or []))
+
+
+# --------------------------------------------------------------------------------------- method costs
+@dataclass(frozen=True)
+class MethodCost:
+    """A row of data/overhead.toml that applies to a deployment, with how much of the release range it covers."""
+
+    id: str
+    title: str
+    why: str
+    source: str
+    fix: str
+    confidence: float  # the row's confidence x the share of the plausible releases it applies to
+    share: float
+    break_even_tokens_per_step: float | None
+
+
+def hybrid_target(model_type: str | None, layer_types: Any, name: str | None) -> str | None:
+    """Why a target counts as hybrid (recurrent-state layers beside attention), or None: its config.json
+    model_type or layer_types first, its name only when there is no config (models.toml [hybrid])."""
+    table = knowledge()["hybrid"]
+    if model_type:
+        if model_type in table["model_types"]:
+            return f"config.json model_type {model_type!r}"
+    if isinstance(layer_types, list):
+        kinds = {str(x).lower() for x in layer_types}
+        hit = sorted(k for k in kinds if any(w in k for w in table["layer_words"]))
+        if hit:
+            return f"config.json layer_types include {', '.join(hit)}"
+    if model_type or not name:
+        return None
+    norm = normalize_name(name)
+    for row in table["name"]:
+        if re.search(row["pattern"], norm):
+            return f"a hybrid family by its name ({row['source'].split(' ', 1)[0]})"
+    return None
+
+
+def _catalogue_releases(text: str) -> tuple[frozenset[str], str] | None:
+    """(the releases that print the vLLM message containing `text`, its source) from the message catalogue."""
+    for t in templates():
+        if text in t.template:
+            return present_in(t), f"{t.source}: '{t.template[:120]}'"
+    return None
+
+
+def _release_share(spec: str, version: Any, low: Any, high: Any, method: str | None,
+                   only: frozenset[str] | None = None) -> float:
+    """1/0 for a known release; else the share of the releases that could be the one (inside the inferred range
+    [low, high] when there is one, and able to run `method`) that `spec` covers."""
+    sset = SpecifierSet(spec)
+    allowed = {Version(r) for r in only} if only is not None else None
+
+    def inside(v: Version) -> bool:
+        return v in sset and (allowed is None or v in allowed)
+
+    if version is not None and low is None and high is None:
+        base = Version(Version(str(version)).base_version)
+        newest = Version(releases()[-1]) if releases() else base
+        if allowed is not None and base > newest and newest in allowed:
+            allowed = allowed | {base}  # newer than the catalogue: what its newest release prints holds
+        return 1.0 if inside(base) else 0.0
+    pool = [Version(r) for r in releases()]
+    if low is not None or high is not None:
+        pool = [v for v in pool if (low is None or v >= Version(Version(str(low)).base_version))
+                and (high is None or v <= Version(Version(str(high)).base_version))]
+    if method:  # a release that cannot run the method cannot be the one that ran it
+        pool = [v for v in pool if method_support(method, v).status in ("supported", "v0-fallback", "v1-opt-in")]
+    if not pool:
+        return 0.0
+    return sum(inside(v) for v in pool) / len(pool)
+
+
+def method_costs(method: str | None, conditions: set[str], *, version: Any = None, low: Any = None,
+                 high: Any = None) -> list[MethodCost]:
+    """The data/overhead.toml rows that apply: method, conditions (`when`) and releases (module comment there)."""
+    if not method:
+        return []
+    out = []
+    for row in load("overhead.toml")["cost"]:
+        if "*" not in row["methods"] and method not in row["methods"]:
+            continue
+        if not set(row.get("when", [])) <= conditions:
+            continue
+        printed = _catalogue_releases(row["catalogue"]) if row.get("catalogue") else None
+        share = _release_share(row["versions"], version, low, high, method, printed[0] if printed else None)
+        if share <= 0:
+            continue
+        source = row["source"] + (f"; vLLM's message {printed[1]}" if printed else "")
+        out.append(MethodCost(row["id"], row["title"], row["why"], source, row["fix"],
+                              round(float(row["confidence"]) * share, 3), round(share, 3),
+                              row.get("break_even_tokens_per_step")))
+    return out
