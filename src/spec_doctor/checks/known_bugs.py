@@ -43,8 +43,9 @@ def _version(facts: Mapping[str, Any]) -> _Version | None:
     if getattr(v, "inferred", False):
         low = getattr(v, "low", None) or value
         high = getattr(v, "high", None) or value
-        return _Version(Version(low.base_version), Version(high.base_version), True, str(v.source),
-                        v.label() if hasattr(v, "label") else str(value))
+        label = v.label() if hasattr(v, "label") else str(value)
+        return _Version(Version(low.base_version), Version(high.base_version), True,
+                        str(getattr(v, "source", "inferred")), label)
     base = Version(value.base_version)
     return _Version(base, base, False, str(getattr(v, "source", "vllm.version")), str(value))
 

@@ -266,7 +266,8 @@ def match(bug: KnownBug, d: Deployment) -> Match | None:
     method = normalize_method(d.method)
     if ANY not in bug.methods and (method is None or method not in bug.methods):
         return None
-    sat, unk = [], []
+    sat: list[str] = []
+    unk: list[str] = []
     for name, want in bug.when.items():
         got = _cond(name, want, d)
         if got is False:
