@@ -43,7 +43,7 @@ def _version(facts: Mapping[str, Any]) -> _Version | None:
     if getattr(v, "inferred", False):
         low = getattr(v, "low", None) or value
         high = getattr(v, "high", None) or value
-        label = v.label() if hasattr(v, "label") else str(value)
+        label = v.label() if v is not None and hasattr(v, "label") else str(value)
         return _Version(Version(low.base_version), Version(high.base_version), True,
                         str(getattr(v, "source", "inferred")), label)
     base = Version(value.base_version)
