@@ -102,6 +102,14 @@ def test_exception_matching() -> None:
     assert not kb.exception_matches(bug, "RuntimeError", "attn_metadata_builder")
     assert not kb.exception_matches(bug, "AttributeError", "something else")
     assert not kb.exception_matches(_row("ngram-cpu-called-twice"), "AttributeError", "anything")
+    assert kb.exception_matches(bug, "AttributeError", "x attn_metadata_builder") == "exact"
+    # a row naming only its exception class matches on the class, less specifically
+    assert kb.exception_matches(_row("extract-hidden-states-penalties-crash"), "RuntimeError", "shape") == "class"
+    # a row with `sites` needs the traceback to pass through them
+    top0 = _row("spec-logprobs-top0-crash")
+    assert not kb.exception_matches(top0, "IndexError", "list index out of range", ["vllm/v1/engine/core.py"])
+    assert kb.exception_matches(top0, "IndexError", "list index out of range",
+                                ["vllm/v1/sample/rejection_sampler.py"]) == "exact"
 
 
 @pytest.mark.parametrize("name", kb.CONDITIONS)

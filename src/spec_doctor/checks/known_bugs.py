@@ -16,6 +16,7 @@ from packaging.version import Version
 
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity, clip
 from spec_doctor.engine.registry import check
+from spec_doctor.knowledge.crashes import classify
 from spec_doctor.knowledge.known_bugs import ANY, Deployment, KnownBug, Match, bugs, exception_matches, match
 from spec_doctor.knowledge.observed import judge_acceptance
 
@@ -136,18 +137,21 @@ def _fix(bug: KnownBug, facts: Mapping[str, Any]) -> Fix:
     return Fix(text + ".", _upgrade(bug, facts))
 
 
-def _symptom(bug: KnownBug, facts: Mapping[str, Any], d: Deployment) -> tuple[str, list[Evidence]] | None:
-    """("exact" | "class", evidence) when the inputs show this row's symptom; None when they do not."""
+def _symptom(bug: KnownBug, facts: Mapping[str, Any], d: Deployment) -> tuple[str, list[Evidence], Any] | None:
+    """("exact" | "class", evidence, the matched traceback or None) when the inputs show this row's symptom; None
+    when they do not. A crash row is "exact" on its message text, "class" on its exception class alone."""
     if bug.symptom == "crash":
         tbs = _tracebacks(facts)
         for tb in tbs:
-            if exception_matches(bug, tb.get("exc_type"), tb.get("exc_msg")):
+            where = [*(tb.get("modules") or []), *(tb.get("frames") or []), str(tb.get("func") or "")]
+            how = exception_matches(bug, tb.get("exc_type"), tb.get("exc_msg"), where)
+            if how:
                 exc = (tb.get("exc_type") or "exception").rsplit(".", 1)[-1]
-                return "exact", [Evidence(str(tb["source"]), f"{exc}: {clip(tb.get('exc_msg') or '', 200)}")]
-        if bug.texts:
+                return how, [Evidence(str(tb["source"]), f"{exc}: {clip(tb.get('exc_msg') or '', 200)}",)], tb
+        if bug.texts and not bug.exceptions:
             for e in _error_lines(facts):
                 if any(p.search(e.get("text") or "") for p in bug.texts):
-                    return "exact", [Evidence(str(e["source"]), clip(e.get("text") or "", 200))]
+                    return "exact", [Evidence(str(e["source"]), clip(e.get("text") or "", 200))], None
         return None
     if bug.symptom in ("zero-acceptance", "low-acceptance"):
         acc = _acceptance(facts, d.method, d.k)
@@ -156,14 +160,14 @@ def _symptom(bug: KnownBug, facts: Mapping[str, Any], d: Deployment) -> tuple[st
         status, where = acc
         if status == "zero" or (status == "low" and bug.symptom == "low-acceptance"):
             return ("exact" if status == "zero" or bug.symptom == "low-acceptance" else "class"), \
-                [Evidence(where, f"acceptance judged {status} for {d.method or 'this method'}")]
+                [Evidence(where, f"acceptance judged {status} for {d.method or 'this method'}")], None
         return None
     if bug.symptom == "slowdown":
         fig = facts.get("observed.figures") or {}
         speed = fig.get("speedup")
         if isinstance(speed, (int, float)) and speed < 1.0:
             return "exact", [Evidence(str(fig.get("speed_source") or "--throughput"),
-                                      str(fig.get("speed_detail") or f"{speed:.2f}x the speed without speculation"))]
+                                      str(fig.get("speed_detail") or f"{speed:.2f}x the speed without speculation"))], None
     return None
 
 
@@ -208,13 +212,28 @@ def _evidence(m: Match, ver: _Version, cover: str, d: Deployment) -> list[Eviden
     return ev
 
 
+def _category(bug: KnownBug, tb: Any, d: Deployment, facts: Mapping[str, Any]) -> Category:
+    """The row's category -- or, for a matched traceback, the category the crash check gives the same traceback
+    (knowledge/crashes.py), so that both land in one diagnosis (report/merge.py groups by category)."""
+    if tb is None:
+        return Category(bug.category)
+    traits = frozenset({"quantized"}) if d.quantized else frozenset()
+    spec_on = bool((facts.get("spec.evidence") or {}).get("on"))
+    row = classify(tb.get("exc_type"), tb.get("exc_msg"), tb.get("site"), list(tb.get("modules") or []), spec_on,
+                   traits)
+    if row is None:
+        return Category.ENGINE_BUG  # what the crash check calls a traceback no crash-site row explains
+    return Category(bug.category) if row.category in ("healthy", "none") else Category(row.category)
+
+
 def _data(m: Match, cover: str, matched: str | None) -> dict[str, Any]:
     bug = m.bug
     out: dict[str, Any] = {"bug": bug.id, "fixed_in": str(bug.fixed_in), "fixed_basis": bug.fixed_basis,
                            "source": bug.source, "symptom": bug.symptom, "coverage": cover, "matched": matched,
                            "unknown_conditions": list(m.unknown)}
-    if bug.symptom == "crash" and matched == "exact":
+    if bug.symptom == "crash" and matched:
         out["root_cause"] = CRASH_ROOT
+    out["row_category"] = bug.category
     return out
 
 
@@ -234,15 +253,15 @@ def symptom(facts: Mapping[str, Any]) -> list[Finding]:
         seen = _symptom(m.bug, facts, d)
         if seen is None:
             continue
-        how, ev = seen
-        conf = 0.8 if how == "exact" else 0.55
+        how, ev, tb = seen
+        conf = 0.8 if how == "exact" else 0.5
         if cover != "all":
             conf *= PARTIAL_FACTOR
         if m.unknown:
             conf *= 0.85
-        sev = Severity.ERROR if m.bug.symptom == "crash" else Severity.WARNING
         bug = m.bug
-        out.append(Finding("knownbugs.symptom.match", Category(bug.category), sev, round(conf, 3),
+        sev = Severity.ERROR if bug.symptom == "crash" and how == "exact" else Severity.WARNING
+        out.append(Finding("knownbugs.symptom.match", _category(bug, tb, d, facts), sev, round(conf, 3),
                            f"Known vLLM bug: {bug.title} (fixed in {bug.fixed_in})",
                            tuple(ev + _evidence(m, ver, cover, d)), _fix(bug, facts),
                            impact=f"{bug.symptom.replace('-', ' ')} caused by a bug of this release",

@@ -55,6 +55,7 @@ class KnownBug:
     symptom: str
     exceptions: tuple[str, ...]
     texts: tuple[re.Pattern[str], ...]
+    sites: tuple[re.Pattern[str], ...]
     affected_from: Version | None
     fixed_in: Version
     fixed_basis: str
@@ -109,7 +110,8 @@ def bugs() -> tuple[KnownBug, ...]:
         out.append(KnownBug(
             id=r["id"], title=r["title"], methods=tuple(normalize_method(m) or m for m in r["methods"]),
             when=dict(r.get("when", {})), symptom=r["symptom"], exceptions=tuple(r.get("exceptions", ())),
-            texts=tuple(re.compile(t, re.I) for t in r.get("texts", ())), affected_from=_v(r.get("affected_from")),
+            texts=tuple(re.compile(t, re.I) for t in r.get("texts", ())),
+            sites=tuple(re.compile(t) for t in r.get("sites", ())), affected_from=_v(r.get("affected_from")),
             fixed_in=Version(r["fixed_in"]), fixed_basis=r["fixed_basis"], pr_date=r.get("pr_date"),
             source=r["source"], also=tuple(r.get("also", ())), category=r["category"], fix=r["fix"],
             workaround=r.get("workaround", "")))
@@ -276,15 +278,22 @@ def match(bug: KnownBug, d: Deployment) -> Match | None:
     return Match(bug, tuple(sat), tuple(unk))
 
 
-def exception_matches(bug: KnownBug, exc_type: str | None, message: str | None) -> bool:
-    """The traceback is this row's: its exception class is one the row names (when it names any) and its message
-    matches one of the row's texts (when it has any). A row naming neither matches no traceback specifically."""
+def exception_matches(bug: KnownBug, exc_type: str | None, message: str | None,
+                      where: list[str] | tuple[str, ...] = ()) -> str | None:
+    """How specifically a traceback is this row's: "exact" when the message matches one of the row's texts (and the
+    class is one the row names, when it names any), "class" when only a named exception class matches; None
+    otherwise. `where`: the traceback's vLLM modules / frames, which must match the row's `sites` when it has any.
+    A row naming neither exception nor text matches no traceback."""
     if not bug.exceptions and not bug.texts:
-        return False
+        return None
+    if bug.sites and not any(p.search(w) for p in bug.sites for w in where):
+        return None
     short = (exc_type or "").rsplit(".", 1)[-1]
     if bug.exceptions and short not in bug.exceptions:
-        return False
-    return not bug.texts or any(p.search(message or "") for p in bug.texts)
+        return None
+    if bug.texts:
+        return "exact" if any(p.search(message or "") for p in bug.texts) else None
+    return "class"
 
 
 def text_matches(bug: KnownBug, line: str) -> bool:
