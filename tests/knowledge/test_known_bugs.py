@@ -10,7 +10,8 @@ from packaging.version import Version
 from spec_doctor.engine.model import Category
 from spec_doctor.knowledge import known_bugs as kb
 
-SOURCE = re.compile(r"^https://(github\.com/vllm-project/vllm/(pull|issues|releases|security)/|osv\.dev/vulnerability/)")
+SOURCE = re.compile(r"^https://(github\.com/vllm-project/vllm/(pull|issues|releases|security|blob/v[\w.]+)/|"
+                    r"osv\.dev/vulnerability/)")
 
 
 def _row(bug_id: str) -> kb.KnownBug:
@@ -40,6 +41,22 @@ def test_pr_date_rows_follow_the_release_rule() -> None:
     for b in dated:
         assert b.pr_date, b.id
         assert kb.release_after(b.pr_date) == str(b.fixed_in), b.id
+
+
+def test_catalogue_rows_follow_the_message_catalogue() -> None:
+    """A limit vLLM lifted: the error exists from affected_from to the release before fixed_in, per the catalogue."""
+    from spec_doctor.knowledge.catalogue import identify, releases
+
+    order = list(releases())
+    rows = [b for b in kb.bugs() if b.fixed_basis == "catalogue"]
+    assert rows
+    for b in rows:
+        assert b.message, b.id
+        t = identify(b.message)
+        assert t is not None and t.first_version and t.last_version, b.id
+        assert str(b.affected_from) == t.first_version, b.id
+        assert str(b.fixed_in) == order[order.index(t.last_version) + 1], b.id
+        assert any(p.search(b.message) for p in b.texts), b.id  # the row matches its own message in a log
 
 
 def test_release_after_skips_hotfixes_and_the_branch_margin() -> None:

@@ -62,6 +62,7 @@ class KnownBug:
     pr_date: str | None
     source: str
     also: tuple[str, ...]
+    message: str | None
     category: str
     fix: str
     workaround: str
@@ -113,7 +114,8 @@ def bugs() -> tuple[KnownBug, ...]:
             texts=tuple(re.compile(t, re.I) for t in r.get("texts", ())),
             sites=tuple(re.compile(t) for t in r.get("sites", ())), affected_from=_v(r.get("affected_from")),
             fixed_in=Version(r["fixed_in"]), fixed_basis=r["fixed_basis"], pr_date=r.get("pr_date"),
-            source=r["source"], also=tuple(r.get("also", ())), category=r["category"], fix=r["fix"],
+            source=r["source"], also=tuple(r.get("also", ())), message=r.get("message"), category=r["category"],
+            fix=r["fix"],
             workaround=r.get("workaround", "")))
     return tuple(out)
 
@@ -191,11 +193,15 @@ def _cond(name: str, want: Any, d: Deployment) -> bool | None:
     if name == "flag_false":
         v = a.get(want)
         return None if v is None else not _truthy(v)
-    if name == "family":
+    if name in ("family", "family_not"):
         if not d.families:
             return None
         pat = re.compile(str(want), re.I)
-        return any(pat.search(f) for f in d.families)
+        hit = any(pat.search(f) for f in d.families)
+        return hit if name == "family" else not hit
+    if name == "dp_min":
+        dp = a.get("data_parallel_size")
+        return None if dp is None and not a else int(dp or 1) >= int(want)
     if name == "device":
         return None if d.device is None else d.device == want
     if name == "k_min":
@@ -212,7 +218,7 @@ def _cond(name: str, want: Any, d: Deployment) -> bool | None:
 
 
 CONDITIONS = ("tp_min", "pp_min", "cuda_graphs", "kv_cache_dtype", "quantized", "flags_set", "flag_prefix",
-              "flag_false", "family", "device", "k_min", "prefix_caching", "cudagraph_mode")
+              "flag_false", "family", "family_not", "device", "k_min", "prefix_caching", "cudagraph_mode", "dp_min")
 
 
 def _cudagraph_mode(args: dict[str, Any]) -> str | None:
@@ -234,7 +240,7 @@ def _cudagraph_mode(args: dict[str, Any]) -> str | None:
 
 
 def describe_condition(name: str, want: Any) -> str:
-    if name in ("tp_min", "pp_min"):
+    if name in ("tp_min", "pp_min"):  # dp_min below
         return f"{'tensor' if name == 'tp_min' else 'pipeline'} parallel size >= {want}"
     if name == "cuda_graphs":
         return "CUDA graphs on (no --enforce-eager)" if want else "--enforce-eager"
@@ -250,6 +256,10 @@ def describe_condition(name: str, want: Any) -> str:
         return f"--no-{str(want).replace('_', '-')}"
     if name == "family":
         return f"a target of the family /{want}/"
+    if name == "family_not":
+        return f"a target outside the family /{want}/"
+    if name == "dp_min":
+        return f"data parallel size >= {want}"
     if name == "device":
         return f"the {want} backend"
     if name == "k_min":
