@@ -147,7 +147,7 @@ def _symptom(bug: KnownBug, facts: Mapping[str, Any], d: Deployment) -> tuple[st
             how = exception_matches(bug, tb.get("exc_type"), tb.get("exc_msg"), where)
             if how:
                 exc = (tb.get("exc_type") or "exception").rsplit(".", 1)[-1]
-                return how, [Evidence(str(tb["source"]), f"{exc}: {clip(tb.get('exc_msg') or '', 200)}",)], tb
+                return how, [Evidence(str(tb["source"]), f"{exc}: {clip(tb.get('exc_msg') or '', 200)}")], tb
         if bug.texts and not bug.exceptions:
             for e in _error_lines(facts):
                 if any(p.search(e.get("text") or "") for p in bug.texts):
@@ -157,10 +157,10 @@ def _symptom(bug: KnownBug, facts: Mapping[str, Any], d: Deployment) -> tuple[st
         acc = _acceptance(facts, d.method, d.k)
         if acc is None:
             return None
-        status, where = acc
+        status, seen_at = acc
         if status == "zero" or (status == "low" and bug.symptom == "low-acceptance"):
             return ("exact" if status == "zero" or bug.symptom == "low-acceptance" else "class"), \
-                [Evidence(where, f"acceptance judged {status} for {d.method or 'this method'}")], None
+                [Evidence(seen_at, f"acceptance judged {status} for {d.method or 'this method'}")], None
         return None
     if bug.symptom == "slowdown":
         fig = facts.get("observed.figures") or {}
