@@ -118,7 +118,7 @@ def test_exception_matching() -> None:
     assert kb.exception_matches(bug, "AttributeError", "'GPUModelRunner' object has no attribute 'attn_metadata_builder'")
     assert not kb.exception_matches(bug, "RuntimeError", "attn_metadata_builder")
     assert not kb.exception_matches(bug, "AttributeError", "something else")
-    assert not kb.exception_matches(_row("ngram-cpu-called-twice"), "AttributeError", "anything")
+    assert not kb.exception_matches(_row("spec-prefix-cache-too-conservative"), "AttributeError", "anything")
     assert kb.exception_matches(bug, "AttributeError", "x attn_metadata_builder") == "exact"
     # a row naming only its exception class matches on the class, less specifically
     assert kb.exception_matches(_row("extract-hidden-states-penalties-crash"), "RuntimeError", "shape") == "class"

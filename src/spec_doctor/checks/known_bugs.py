@@ -162,6 +162,12 @@ def _symptom(bug: KnownBug, facts: Mapping[str, Any], d: Deployment) -> tuple[st
             return ("exact" if status == "zero" or bug.symptom == "low-acceptance" else "class"), \
                 [Evidence(seen_at, f"acceptance judged {status} for {d.method or 'this method'}")], None
         return None
+    if bug.symptom == "memory":
+        for tb in _tracebacks(facts):
+            if "OutOfMemory" in str(tb.get("exc_type") or ""):
+                return "class", [Evidence(str(tb["source"]), f"{tb.get('exc_type')}: "
+                                                             f"{clip(tb.get('exc_msg') or '', 160)}")], tb
+        return None
     if bug.symptom == "slowdown":
         fig = facts.get("observed.figures") or {}
         speed = fig.get("speedup")
