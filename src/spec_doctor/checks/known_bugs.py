@@ -22,7 +22,7 @@ from spec_doctor.knowledge.observed import judge_acceptance
 
 _SOURCES = ["https://github.com/vllm-project/vllm/releases", "https://pypi.org/simple/vllm/"]
 _WANTS = ["config.deployment", "logs.events", "logs.acceptance", "metrics.deltas", "observed.figures",
-          "models.target", "spec.evidence"]
+          "models.target", "models.draft", "spec.evidence"]
 CRASH_ROOT = "logs.crash.traceback"  # the crash check's finding: a matched crash joins its diagnosis
 PARTIAL_FACTOR = 0.6  # the inferred release range only partly inside the affected releases
 
@@ -82,8 +82,17 @@ def _deployment(facts: Mapping[str, Any]) -> Deployment:
     local = getattr(getattr(ver, "value", None), "local", None)
     if device is None and local and "cpu" in str(local):
         device = "cpu"
+    raw = dict(getattr(spec, "raw", None) or {})
+    draft = facts.get("models.draft")
+    draft_q = None
+    if spec is not None or draft is not None:
+        draft_q = bool(getattr(spec, "quantization", None) or raw.get("quantization")
+                       or getattr(draft, "quantization", None))
+        if draft is None and not draft_q:
+            draft_q = None  # no drafter files read and nothing stated: cannot tell
     return Deployment(method=getattr(spec, "method", None), k=getattr(spec, "num_speculative_tokens", None),
-                      args=args, families=tuple(dict.fromkeys(fams)), quantized=quantized, device=device)
+                      args=args, families=tuple(dict.fromkeys(fams)), quantized=quantized, device=device,
+                      spec=raw, draft_quantized=draft_q)
 
 
 def _acceptance(facts: Mapping[str, Any], method: str | None, k: int | None) -> tuple[str, str] | None:
@@ -260,6 +269,8 @@ def symptom(facts: Mapping[str, Any]) -> list[Finding]:
         if seen is None:
             continue
         how, ev, tb = seen
+        if how == "class" and ANY in m.bug.methods and not m.satisfied:
+            continue  # an exception class alone, on a bug of every speculative deployment: too weak to name it
         conf = 0.8 if how == "exact" else 0.5
         if cover != "all":
             conf *= PARTIAL_FACTOR

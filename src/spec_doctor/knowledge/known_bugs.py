@@ -86,6 +86,8 @@ class Deployment:
     families: tuple[str, ...] = ()  # target architectures / model_type / model id, lower-case
     quantized: bool | None = None
     device: str | None = None
+    spec: dict[str, Any] = field(default_factory=dict)  # the speculative config's keys as given
+    draft_quantized: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -206,6 +208,10 @@ def _cond(name: str, want: Any, d: Deployment) -> bool | None:
         return None if d.device is None else d.device == want
     if name == "k_min":
         return None if d.k is None else d.k >= int(want)
+    if name == "spec_key":
+        return None if not d.spec and not a else (want in d.spec) or (f"speculative_{want}" in a)
+    if name == "draft_quantized":
+        return None if d.draft_quantized is None else d.draft_quantized == bool(want)
     if name == "prefix_caching":
         v = a.get("enable_prefix_caching")
         return None if v is None else _truthy(v) == bool(want)
@@ -218,7 +224,8 @@ def _cond(name: str, want: Any, d: Deployment) -> bool | None:
 
 
 CONDITIONS = ("tp_min", "pp_min", "cuda_graphs", "kv_cache_dtype", "quantized", "flags_set", "flag_prefix",
-              "flag_false", "family", "family_not", "device", "k_min", "prefix_caching", "cudagraph_mode", "dp_min")
+              "flag_false", "family", "family_not", "device", "k_min", "prefix_caching", "cudagraph_mode", "dp_min",
+              "spec_key", "draft_quantized")
 
 
 def _cudagraph_mode(args: dict[str, Any]) -> str | None:
@@ -266,6 +273,10 @@ def describe_condition(name: str, want: Any) -> str:
         return f"num_speculative_tokens >= {want}"
     if name == "prefix_caching":
         return "prefix caching on" if want else "prefix caching off"
+    if name == "spec_key":
+        return f"{want} in --speculative-config"
+    if name == "draft_quantized":
+        return "a quantized drafter" if want else "an unquantized drafter"
     if name == "cudagraph_mode":
         return f"cudagraph_mode {want}"
     return name
