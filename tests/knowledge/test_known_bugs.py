@@ -131,4 +131,5 @@ def test_exception_matching() -> None:
 
 @pytest.mark.parametrize("name", kb.CONDITIONS)
 def test_every_condition_is_described(name: str) -> None:
-    assert kb.describe_condition(name, ["x"] if name == "flags_set" else {"a": "b"} if name == "flag_prefix" else 2)
+    want: object = ["x"] if name == "flags_set" else {"a": "b"} if name in ("flag_prefix", "env") else 2
+    assert kb.describe_condition(name, want) != name

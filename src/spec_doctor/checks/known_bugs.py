@@ -92,7 +92,7 @@ def _deployment(facts: Mapping[str, Any]) -> Deployment:
             draft_q = None  # no drafter files read and nothing stated: cannot tell
     return Deployment(method=getattr(spec, "method", None), k=getattr(spec, "num_speculative_tokens", None),
                       args=args, families=tuple(dict.fromkeys(fams)), quantized=quantized, device=device,
-                      spec=raw, draft_quantized=draft_q)
+                      spec=raw, draft_quantized=draft_q, env=dict(getattr(dep, "env", None) or {}))
 
 
 def _acceptance(facts: Mapping[str, Any], method: str | None, k: int | None) -> tuple[str, str] | None:

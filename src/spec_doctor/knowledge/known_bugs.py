@@ -87,6 +87,7 @@ class Deployment:
     quantized: bool | None = None
     device: str | None = None
     spec: dict[str, Any] = field(default_factory=dict)  # the speculative config's keys as given
+    env: dict[str, str] = field(default_factory=dict)  # VAR=value set on the command line
     draft_quantized: bool | None = None
 
 
@@ -208,6 +209,10 @@ def _cond(name: str, want: Any, d: Deployment) -> bool | None:
         return None if d.device is None else d.device == want
     if name == "k_min":
         return None if d.k is None else d.k >= int(want)
+    if name == "env":
+        if not a and not d.env:
+            return None
+        return all(str(d.env.get(k, "")).strip().lower() == str(v).lower() for k, v in dict(want).items())
     if name == "spec_key":
         return None if not d.spec and not a else (want in d.spec) or (f"speculative_{want}" in a)
     if name == "draft_quantized":
@@ -225,7 +230,7 @@ def _cond(name: str, want: Any, d: Deployment) -> bool | None:
 
 CONDITIONS = ("tp_min", "pp_min", "cuda_graphs", "kv_cache_dtype", "quantized", "flags_set", "flag_prefix",
               "flag_false", "family", "family_not", "device", "k_min", "prefix_caching", "cudagraph_mode", "dp_min",
-              "spec_key", "draft_quantized")
+              "spec_key", "draft_quantized", "env")
 
 
 def _cudagraph_mode(args: dict[str, Any]) -> str | None:
@@ -275,6 +280,8 @@ def describe_condition(name: str, want: Any) -> str:
         return "prefix caching on" if want else "prefix caching off"
     if name == "spec_key":
         return f"{want} in --speculative-config"
+    if name == "env":
+        return ", ".join(f"{k}={v}" for k, v in dict(want).items())
     if name == "draft_quantized":
         return "a quantized drafter" if want else "an unquantized drafter"
     if name == "cudagraph_mode":
