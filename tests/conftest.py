@@ -25,6 +25,16 @@ def run_cli(*args: str, stdin: str | None = None, env: dict | None = None, timeo
                           text=True, env=full_env, timeout=timeout, cwd=str(REPO))
 
 
+def check_log(tmp_path, text: str, *extra: str) -> dict:
+    """`spec-doctor check --log` on this text (written to tmp_path/vllm.log): the JSON report."""
+    log = tmp_path / "vllm.log"
+    log.write_text(text)
+    proc = run_cli("check", "--log", str(log), *extra, "--format", "json")
+    assert proc.stdout.strip(), proc.stderr
+    report: dict = json.loads(proc.stdout)
+    return report
+
+
 def one_error_line(proc: subprocess.CompletedProcess) -> str:
     """The one ``spec-doctor: error: ...`` line of a run that exited 2 on bad input (no traceback)."""
     assert proc.returncode == 2, (proc.returncode, proc.stdout[-500:], proc.stderr[-500:])

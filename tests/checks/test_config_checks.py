@@ -190,12 +190,31 @@ def test_cudagraph_and_scheduler_findings():
                 "config.scheduler.max-num-seqs-low": Category.SCHEDULER_CONFIG,
                 "config.scheduler.batched-tokens": Category.SCHEDULER_CONFIG,
                 "config.scheduler.chunked-prefill-off": Category.SCHEDULER_CONFIG,
-                "config.scheduler.gpu-memory": Category.OOM, "config.scheduler.k-large": Category.K_TOO_LARGE,
+                "config.scheduler.k-large": Category.K_TOO_LARGE,
                 "config.scheduler.temperature": Category.HIGH_TEMPERATURE}
     for fid, cat in expected.items():
         assert found[fid].category is cat, fid
     assert found["config.scheduler.batched-tokens"].data == {"need": 20, "have": 8}
     assert '"num_speculative_tokens": 4' in found["config.scheduler.k-large"].fix.commands[0]
+
+
+def test_gpu_memory_headroom_is_judged_in_gib():
+    from types import SimpleNamespace
+
+    gib = 2**30
+    cmd = ("vllm serve m --gpu-memory-utilization 0.97 --speculative-config "
+           "'{\"method\": \"ngram\", \"num_speculative_tokens\": 3}'")
+
+    def budget(total_gib: float, util: float, graphs_gib: float = 1.0):
+        return SimpleNamespace(outside_bytes=int(total_gib * (1 - util) * gib), cuda_graph_bytes=int(graphs_gib * gib),
+                               gpu_total_bytes=int(total_gib * gib), gpu_total_source="--gpu")
+
+    small = run(cmd, "0.12.0", **{"memory.budget": budget(24, 0.97)})  # 0.7 GiB left for ~2 GiB of graphs
+    assert small["config.scheduler.gpu-memory"].category is Category.OOM
+    # the same fraction of an 80 GiB GPU leaves 2.4 GiB; an unknown GPU says nothing; no graphs, no risk
+    assert "config.scheduler.gpu-memory" not in run(cmd, "0.12.0", **{"memory.budget": budget(80, 0.97)})
+    assert "config.scheduler.gpu-memory" not in run(cmd, "0.12.0")
+    assert "config.scheduler.gpu-memory" not in run(cmd, "0.12.0", **{"memory.budget": budget(24, 0.97, 0.0)})
 
 
 def test_no_speculation_configured_is_silent():

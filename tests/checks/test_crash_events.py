@@ -3,9 +3,7 @@ exceptions from speculation code, error lines nothing identifies; speculation se
 
 from __future__ import annotations
 
-import json
-
-from conftest import run_cli
+from conftest import check_log
 
 DEVICE_ASSERT = "".join(
     f"/root/.cache/vllm/torch_compile_cache/6a/rank_0_0/inductor_cache/bm/c.py:37: unknown: block: [9,0,0], thread: "
@@ -25,12 +23,7 @@ SPEC_WARNING = ("WARNING 09-01 10:00:00 [config.py:1] CUDAGraphMode.FULL_AND_PIE
                 "spec-decode for attention backend FlashInfer; setting cudagraph_mode=PIECEWISE\n")
 
 
-def check(tmp_path, text: str, *extra: str) -> dict:
-    log = tmp_path / "vllm.log"
-    log.write_text(text)
-    proc = run_cli("check", "--log", str(log), *extra, "--format", "json")
-    assert proc.stdout.strip(), proc.stderr
-    return json.loads(proc.stdout)
+check = check_log
 
 
 def test_device_side_assert_is_one_crash_event(tmp_path):

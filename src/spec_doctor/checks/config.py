@@ -16,6 +16,7 @@ from packaging.version import Version
 
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity, clip
 from spec_doctor.engine.registry import check
+from spec_doctor.knowledge.acceptance import model_free
 from spec_doctor.knowledge.data import threshold, thresholds
 from spec_doctor.knowledge.deployment import DeploymentConfig
 from spec_doctor.knowledge.fixes import allowed_draft_tp, plan_fix
@@ -939,7 +940,8 @@ def _refused_budget(facts: Mapping[str, Any], cfg: DeploymentConfig, mbt: int | 
 
 @check("config.scheduler", categories=[Category.SCHEDULER_CONFIG, Category.OOM, Category.K_TOO_LARGE,
                                        Category.HIGH_TEMPERATURE],
-       needs=["config.deployment"], wants=["vllm.version", "models.target", "logs.files"], sources=[SIGNALS, DOCS],
+       needs=["config.deployment"], wants=["vllm.version", "models.target", "logs.files", "memory.budget"],
+       sources=[SIGNALS, DOCS],
        findings={
            "config.scheduler.max-num-seqs-low": "--max-num-seqs so low that requests queue instead of batching",
            "config.scheduler.batched-tokens": "--max-num-batched-tokens below (k+1) x max-num-seqs",
@@ -1008,11 +1010,21 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
                     ("--enable-chunked-prefill",)),
             impact="steadier decode speed while prompts arrive", impact_score=0.3))
     gmu = _float(cfg.args.get("gpu_memory_utilization"))
-    if gmu is not None and gmu >= threshold("gpu_memory_utilization_max"):
+    # The headroom is (1 - utilization) x the GPU's memory: without the GPU's size a high fraction says nothing
+    # (0.95 leaves 4 GiB of an 80 GiB GPU); with it, too little room for the CUDA graphs captured outside vLLM's
+    # share (the target's, and a model drafter's too: the budget's graph estimate each) is the risk.
+    b = facts.get("memory.budget")
+    outside = getattr(b, "outside_bytes", None)
+    graphs = (getattr(b, "cuda_graph_bytes", None) or 0) * (1 if model_free(spec.method) else 2)
+    if gmu is not None and gmu >= threshold("gpu_memory_utilization_max") and outside is not None \
+            and outside < graphs:
         out.append(Finding(
             "config.scheduler.gpu-memory", Category.OOM, Severity.WARNING, 0.5,
-            f"--gpu-memory-utilization {gmu} leaves almost no headroom for the drafter and CUDA graphs",
+            f"--gpu-memory-utilization {gmu} leaves {outside / 2**30:.1f} GiB outside vLLM's share: too little for "
+            f"the CUDA graphs captured there (~{graphs / 2**30:.1f} GiB)",
             evidence=(Evidence(cfg.source_of("gpu_memory_utilization"), f"gpu_memory_utilization={gmu}"),
+                      Evidence(getattr(b, "gpu_total_source", "") or "memory budget",
+                               f"GPU memory {getattr(b, 'gpu_total_bytes', 0) / 2**30:.1f} GiB"),
                       _spec_ev(cfg)),
             fix=Fix("Leave headroom:", ("--gpu-memory-utilization 0.90",)),
             impact="no out-of-memory at graph capture or under load", impact_score=0.5, data={"value": gmu}))

@@ -14,7 +14,8 @@ from typing import Any
 
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity, clip
 from spec_doctor.engine.registry import check
-from spec_doctor.knowledge.crashes import classify
+from spec_doctor.knowledge.catalogue import release_key, releases
+from spec_doctor.knowledge.crashes import classify, crash_bug
 
 # Exceptions that report an earlier failure rather than cause one (the engine died because of something above).
 _CONSEQUENCES = ("EngineDeadError", "EngineGenerateError")
@@ -60,7 +61,7 @@ def _traits(facts: Mapping[str, Any]) -> frozenset[str]:
 @check("logs.crash", categories=["engine-bug", "config-unsupported-combo", "oom", "cuda-graph", "env-version",
                                  "vocab-mismatch", "config-deprecated", "quantization"],
        needs=["logs.events"], wants=["logs.files", "spec.evidence", "config.deployment", "models.target",
-                                     "models.draft"],
+                                     "models.draft", "vllm.version", "vllm.version_range"],
        findings={"logs.crash.traceback": "vLLM raised an exception (classified by where it was raised)"},
        sources=["https://github.com/vllm-project/vllm/tree/v0.10.2/vllm/v1/spec_decode"])
 def crash(facts: Mapping[str, Any]) -> list[Finding]:
@@ -106,19 +107,58 @@ def crash(facts: Mapping[str, Any]) -> list[Finding]:
         if tpl and tpl.get("source"):
             ev.append(Evidence(tpl["source"], f"vLLM's message (in releases {tpl.get('first_version')}-"
                                               f"{tpl.get('last_version')}): {clip(tpl['template'], 200)}"))
-        fix_text = (tpl["fix"] if tpl and tpl.get("fix") and tpl.get("category") == category.value else
+        # A row written for this message says more than the catalogue's generic fix for its kind of message.
+        specific = row is not None and row.message is not None
+        fix_text = (row.fix if specific and row is not None else
+                    tpl["fix"] if tpl and tpl.get("fix") and tpl.get("category") == category.value else
                     row.fix if row is not None else
                     "Read the exception and the innermost vLLM frame; upgrade to the newest release or report it.")
+        life = _lifetime(tpl, facts.get("vllm.version")) if category is Category.ENGINE_BUG else None
+        known = crash_bug(tb["exc_type"], msg, tb["modules"], _method(facts), facts.get("vllm.version"),
+                          facts.get("vllm.version_range"))
+        if known is not None:
+            kb, sure = known
+            ev.append(Evidence(kb.source, f"a known bug{'' if sure else ' (if your release is in ' + kb.versions + ')'}: "
+                                          f"{kb.title}. {kb.meaning} Fixed: {kb.fixed_in}."))
+            fix_text, life = kb.fix, None
+        if life:
+            fix_text = f"{fix_text} {life}"
         conf = row.confidence if row is not None else 0.4
         if not tb["exc_type"]:
             conf = min(conf, 0.5)  # the traceback was cut off before its exception
         out.append(Finding("logs.crash.traceback", category, Severity.ERROR, conf, title, tuple(ev),
-                           Fix(fix_text, tuple(row.commands) if row is not None else ()),
+                           Fix(fix_text, known[0].commands if known is not None else
+                               row.commands_for(msg) if row is not None else ()),
                            impact="The server or a request crashed.", impact_score=0.9,
                            data={"exception": tb["exc_type"], "message": msg[:500], "site": tb["site"],
                                  "function": tb["func"], "rule": row.id if row is not None else None,
+                                 "known_bug": known[0].id if known is not None else None,
                                  "speculation_on": spec_on}))
     return out
+
+
+def _method(facts: Mapping[str, Any]) -> str | None:
+    spec = getattr(facts.get("config.deployment"), "speculative", None)
+    return str(spec.method) if spec is not None and getattr(spec, "method", None) else None
+
+
+def _lifetime(tpl: Mapping[str, Any] | None, version: Any) -> str | None:
+    """What vLLM's history says about a crash's message (data/catalogue.json, mined from every release): the code
+    that raises exactly this text is gone after its last release, so a release after it is worth trying (that code
+    path was changed). None when the message is still raised by the newest release examined."""
+    last = (tpl or {}).get("last_version")
+    order = releases()
+    if not last or last not in order:
+        return None
+    stated = getattr(version, "value", version)
+    if stated is not None and not getattr(version, "inferred", False) \
+            and release_key(str(stated)) > release_key(last):
+        return None  # the user already runs a release without this message: it is another build's or a backport's
+    if last == order[-1]:
+        return None  # still raised today: the check stays, which says nothing about whether its cause was fixed
+    after = order[order.index(last) + 1]
+    return (f"vLLM stops raising exactly this message after {last} (absent from {after} on): that code path changed, "
+            f"so vLLM >= {after} is worth trying.")
 
 
 @check("logs.messages", categories=["engine-bug", "spec-overhead", "config-unsupported-combo", "config-deprecated",

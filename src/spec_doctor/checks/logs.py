@@ -14,8 +14,10 @@ from typing import Any
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge import acceptance as acc
+from spec_doctor.knowledge.crashes import generic_bug, known_bugs
 from spec_doctor.knowledge.data import load, threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
+from spec_doctor.knowledge.models import HEAD, method_family
 from spec_doctor.knowledge.temperature import hot_sampling
 
 SIGNALS = "https://github.com/vllm-project/vllm/blob/v0.10.2/vllm/v1/spec_decode/metrics.py"
@@ -185,13 +187,16 @@ def known_errors(facts: Mapping[str, Any]) -> list[Finding]:
 
 
 @check("logs.acceptance", categories=["healthy", "low-acceptance", "engine-bug", "k-too-large"],
-       needs=["logs.files"], wants=["config.deployment", "vllm.version"],
+       needs=["logs.files"], wants=["config.deployment", "vllm.version", "vllm.version_range"],
        findings={"logs.acceptance.healthy": "speculation runs and accepts a useful number of tokens per step",
+                 "logs.acceptance.dead-drafter": "a drafter trained for the target is never accepted over many drafts",
+                 "logs.acceptance.tail-cliff": "a zero tail too thin to call a bug alone, or one a known bug explains",
                  "logs.acceptance.low": "the draft's tokens are rarely accepted over the run",
                  "logs.acceptance.falling": "acceptance falls as load rises or over time",
                  "logs.acceptance.tail-zero": "per-position acceptance drops to exactly 0 after a well-accepted position",
                  "logs.acceptance.k-too-large": "the last draft positions are almost never accepted"},
-       sources=[SIGNALS, "https://github.com/vllm-project/vllm/blob/v0.9.2/vllm/spec_decode/metrics.py"])
+       sources=[SIGNALS, "https://github.com/vllm-project/vllm/blob/v0.9.2/vllm/spec_decode/metrics.py",
+                "knowledge/data/acceptance.toml"])
 def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
     """Acceptance over the whole run, per server stream: tokens per step, acceptance rate, per-position curve.
 
@@ -207,7 +212,8 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
     method = _spec_method(facts)
     for f in _files(facts):
         for s in f.spec_streams:
-            out.extend(_acceptance_stream(s, k_cfg, hot, _deployment_spec(facts), method))
+            out.extend(_acceptance_stream(s, k_cfg, hot, _deployment_spec(facts), method,
+                                          (facts.get("vllm.version"), facts.get("vllm.version_range"))))
     return out
 
 
@@ -216,7 +222,7 @@ def _deployment_spec(facts: Mapping[str, Any]) -> Any:
 
 
 def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any = None,
-                       method: str | None = None) -> list[Finding]:
+                       method: str | None = None, release: tuple = (None, None)) -> list[Finding]:
     out: list[Finding] = []
     v0 = s.spec_formats == {"v0"}
     k = s.k or k_cfg
@@ -238,54 +244,59 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
         desc += "; per position " + ", ".join(f"{p:.3f}" for p in per)
     ev = Evidence(src, desc)
     # Exact zeros after a well-accepted position: the engine, not the draft.
-    zt = acc.zero_tail(per, s.pos_drafts)
-    tail = zt[0] if zt is not None and zt[1] < threshold("dead_tail_max_chance") else None
-    if tail is not None and zt is not None:
-        bug = _bugs().get("per-position-tail-zero", {})
-        chance = zt[1]
-        out.append(Finding("logs.acceptance.tail-zero", Category.ENGINE_BUG, Severity.WARNING,
-                           acc.chance_confidence(chance),
-                           f"Positions {tail + 1}-{len(per)} are never accepted (0.000) right after position "
-                           f"{tail} at {per[tail - 1]:.3f}: an engine/drafter bug, not a weak draft",
-                           (ev, Evidence(src, f"~{s.pos_drafts:.0f} drafts: a working drafter's position {tail + 1} "
-                                              f"would accept with a chance of zero accepts below {chance:.1e}")),
-                           Fix(bug.get("fix", ""), tuple(bug.get("commands", ()))),
-                           impact=bug.get("meaning"), impact_score=0.6,
-                           data={**data, "first_zero_position": tail + 1, "chance": chance}))
-    low = False
+    tail, tail_found = _tail_zero(s, per, ev, data, method, release)
+    out.extend(tail_found)
+    dead = _dead_drafter(s, per, ev, data, method, release, hot)
+    out.extend(dead)
+    low = below_cost = False
     # Lines cut before their counts (pieces, quoted excerpts) still show rates; their sample is unknown, so
     # what they say is a note at the floor confidence, never a warning.
     uncounted = s.drafted <= 0 and s.pos_drafts <= 0
+    # What a working drafter of this method accepts at this K (knowledge/data/acceptance.toml); V0's tokens per
+    # step come from System efficiency and are judged by it alone.
+    judged = acc.judge_acceptance(None if v0 else method, k, mal,
+                                  drafts=s.pos_drafts or (s.drafted / k if s.drafted and k else None))
     if s.drafted >= threshold("min_drafted_tokens") or uncounted:
         if v0:
             eff = (mal / (k + 1)) if (mal and k) else None
             low = eff is not None and eff < threshold("low_system_efficiency")
         elif mal is not None and k:
-            # Same rule as metrics.acceptance: a step of K drafts pays only above 1 + K*c tokens/step.
+            # Same rule as metrics.acceptance: a step of K drafts pays only above 1 + K*c tokens/step (1 + c for a
+            # block drafter, acceptance.step_draft_cost), and a
+            # drafter below the weakest published run of its method is not working as that method does.
             # The V1 "draft acceptance rate" (accepted / drafted) falls with K even when every step pays,
             # so it cannot judge a large K on its own.
-            low = mal < 1 + k * acc.cost_ratios(method)[1]
+            below_cost = mal < 1 + acc.step_draft_cost(method, k)[1]
+            low = below_cost or judged.below
         else:
             low = rate is not None and rate < threshold("low_acceptance")
     if low:
         # At a hot temperature sampling is not ruled out (sampling.temperature reports that): the draft
         # itself can only be judged at T=0.
-        out.append(Finding("logs.acceptance.low", Category.LOW_ACCEPTANCE,
-                           Severity.INFO if hot or uncounted else Severity.WARNING,
-                           0.35 if hot else acc.evidence_confidence(0.7, s.drafted,
-                                                                    10 * threshold("min_drafted_tokens")),
+        sev, conf = Severity.INFO if hot or uncounted else Severity.WARNING, \
+            0.35 if hot else acc.evidence_confidence(0.7, s.drafted, 10 * threshold("min_drafted_tokens"))
+        if judged.below and not below_cost and not v0:
+            grade = acc.shortfall_grade(judged, s.drafted, hot=hot is not None)
+            sev, conf = Severity(grade[0]) if not uncounted else Severity.INFO, grade[1]
+        expect = acc.expectation_text(judged) if judged.below else ""
+        out.append(Finding("logs.acceptance.low", Category.LOW_ACCEPTANCE, sev, conf,
                            f"The draft is rarely accepted: {desc}"
-                           + (f" (at temperature {hot[0]:g}: sampling not ruled out)" if hot else ""),
+                           + (f" (at temperature {hot[0]:g}: sampling not ruled out)" if hot else "")
+                           + (f"; {expect}" if expect else ""),
                            (ev,), Fix("Measure acceptance at temperature 0 on your own prompts, then try a draft "
                                       "trained for this target (EAGLE3/MTP head) or a lower K.",
                                       ("spec-doctor check --probe offline --target <target> --draft <draft> "
                                        "--prompts prompts.jsonl",)),
                            impact="Each rejected draft token costs verification compute for nothing.",
-                           impact_score=0.6, data=data))
+                           impact_score=0.6, data={**data, **_judged_data(judged)}))
     elif tail is None and mal is not None:
+        normal = judged.verdict == "normal" and judged.expectation is not None
         out.append(Finding("logs.acceptance.healthy", Category.HEALTHY, Severity.INFO, 0.8,
-                           f"Speculation is on and accepts {mal:.2f} tokens/step" + (f" (K={k})" if k else ""),
-                           (ev,), data=data))
+                           f"Speculation is on and accepts {mal:.2f} tokens/step" + (f" (K={k})" if k else "")
+                           + (f", in the normal range for {judged.expectation.label} (typically "
+                              f"{judged.expectation.typical_length:.2f} at K={k})"
+                              if normal and judged.expectation else ""),
+                           (ev,), data={**data, **_judged_data(judged)}))
     elif tail is None and rate is not None and rate >= threshold("low_acceptance"):
         # Early V1 lines (0.8.3-0.8.4) and pieces of lines show only the rate: enough to say drafts are accepted.
         out.append(Finding("logs.acceptance.healthy", Category.HEALTHY, Severity.INFO,
@@ -312,6 +323,112 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
         out.append(Finding("logs.acceptance.falling", Category.LOW_ACCEPTANCE, Severity.INFO, 0.5, fall[0], (Evidence(src, fall[1]),),
                            impact_score=0.2, data=data))
     return out
+
+
+def _bench_low(b: dict, method: str | None, k_cfg: int | None) -> bool | None:
+    """Is a `vllm bench serve` result's acceptance low? Judged like a log stream when its acceptance length and K
+    (draft tokens / drafts, or the deployment's) are known: below what the step's drafting costs, or below the
+    method's published range at that K; otherwise by the rate alone. None: the block shows no acceptance."""
+    rate, al = b.get("acceptance_rate"), b.get("acceptance_length")
+    drafts, tokens = b.get("drafts"), b.get("draft_tokens")
+    k = round(tokens / drafts) if drafts and tokens else k_cfg
+    if al is not None and k:
+        judged = acc.judge_acceptance(method, k, al, drafts=drafts)
+        return al < 1 + acc.step_draft_cost(method, k)[1] or judged.below
+    if rate is None:
+        return None
+    return rate < 100 * threshold("low_acceptance")
+
+
+def _judged_data(j: acc.Judgement) -> dict:
+    """The method expectation a stream was judged by, for the report's data (empty when there was none)."""
+    e = j.expectation
+    if e is None:
+        return {}
+    return {"expected": {"method": e.method, "k": e.k, "typical_length": round(e.typical_length, 3),
+                         "floor_length": None if e.floor_length is None else round(e.floor_length, 3),
+                         "verdict": j.verdict, "shortfall": j.shortfall, "sources": list(e.sources)}}
+
+
+def _tail_zero(s, per, ev: Evidence, data: dict, method: str | None,
+               release: tuple) -> tuple[int | None, list[Finding]]:
+    """The zero tail of a per-position curve, judged by its chance given the curve's decay
+    (knowledge/acceptance.zero_tail): below dead_tail_max_chance a working drafter cannot give it (an engine
+    bug: returned as the decisive tail); below tail_cliff_known_bug_chance it names a known drafter bug of this
+    method and release that shows exactly this (data/known_bugs.toml, a warning); below tail_cliff_note_chance
+    it is a cliff worth a note. A smooth decay is a K that is too large, which the K rule judges."""
+    zt = acc.zero_tail(per, s.pos_drafts)
+    if zt is None:
+        return None, []
+    m, chance = zt
+    src = s.lines_range()
+    odds = Evidence(src, f"~{s.pos_drafts:.0f} drafts, ~{s.pos_drafts * per[m - 1]:.0f} of them reached position {m}: "
+                         f"a drafter decaying as positions 1-{m} do would leave position {m + 1} unaccepted "
+                         f"with a chance of {chance:.1e}")
+    base = {**data, "first_zero_position": m + 1, "chance": chance}
+    if chance < threshold("dead_tail_max_chance"):
+        bug = _bugs().get("per-position-tail-zero", {})
+        return m, [Finding("logs.acceptance.tail-zero", Category.ENGINE_BUG, Severity.WARNING,
+                           acc.chance_confidence(chance),
+                           f"Positions {m + 1}-{len(per)} are never accepted (0.000) right after position "
+                           f"{m} at {per[m - 1]:.3f}: an engine/drafter bug, not a weak draft", (ev, odds),
+                           Fix(bug.get("fix", ""), tuple(bug.get("commands", ()))),
+                           impact=bug.get("meaning"), impact_score=0.6, data=base)]
+    known = known_bugs("tail-zero", method, release[0], release[1]) \
+        if chance < threshold("tail_cliff_known_bug_chance") else []
+    if not known and chance >= threshold("tail_cliff_note_chance"):
+        return None, []
+    if known:
+        kb, sure = known[0]
+        where = "in this release" if sure else "possibly: the release is not pinned"
+        return None, [Finding("logs.acceptance.tail-cliff", Category.ENGINE_BUG, Severity.WARNING,
+                              0.7 if sure else 0.6,
+                              f"Per-position acceptance falls off a cliff to exactly 0.000 after position {m}: the "
+                              f"known {method} bug '{kb.title}' ({where})",
+                              (ev, odds, Evidence(kb.source, f"{kb.meaning} Fixed: {kb.fixed_in}.")),
+                              Fix(kb.fix, kb.commands), impact=kb.meaning, impact_score=0.6,
+                              data={**base, "known_bug": kb.id, "release_affected": sure})]
+    return None, [Finding("logs.acceptance.tail-cliff", Category.ENGINE_BUG, Severity.INFO, 0.4,
+                          f"Per-position acceptance drops to exactly 0.000 after position {m}: unlikely from a "
+                          f"working drafter (chance {chance:.1g}), but too few drafts to call it a bug",
+                          (ev, odds), Fix("Collect a longer window (more drafts) at temperature 0: if positions "
+                                          f"{m + 1}+ stay at exactly 0.000, it is a drafter/engine bug; if they "
+                                          "fill in, lower K instead."),
+                          impact_score=0.3, data=base)]
+
+
+def _dead_drafter(s, per, ev: Evidence, data: dict, method: str | None, release: tuple,
+                  hot: tuple | None) -> list[Finding]:
+    """A drafter trained for the target (a head: EAGLE/EAGLE-3/MTP/DFlash/Medusa) whose drafts are never
+    accepted over enough drafts that a working one cannot give that: zero accepts from a head that accepts its
+    first position at least trained_drafter_min_first_acceptance of the time have chance (1 - floor)^drafts.
+    That is a broken draft path (weights not loaded, a wrong layer mapping, a release's bug), not weak drafts.
+    A draft model or a lookup drafter can honestly be that bad (another tokenizer, text without repeats)."""
+    if method_family(method) != HEAD or s.accepted > 0 or any(p > 0 for p in per):
+        return []
+    drafts = s.pos_drafts or (s.drafted / s.k if s.k else 0)
+    if drafts <= 0 or s.drafted <= 0:
+        return []
+    floor = threshold("trained_drafter_min_first_acceptance")
+    chance = acc.never_accepted_chance(drafts, floor)
+    if chance >= threshold("dead_tail_max_chance"):
+        return []
+    generic = generic_bug("dead-drafter")
+    known = known_bugs("zero-acceptance", method, release[0], release[1])
+    ev2 = [ev, Evidence(s.lines_range(), f"0 of {s.drafted:.0f} drafted tokens accepted over ~{drafts:.0f} drafts: a "
+                                         f"{method} head accepting even {floor:.0%} of first positions gives that "
+                                         f"with a chance of {chance:.1e}")]
+    if known:
+        ev2.append(Evidence(known[0][0].source, f"{known[0][0].title}: {known[0][0].meaning} Fixed: {known[0][0].fixed_in}."))
+    note = f" (at temperature {hot[0]:g}, which lowers acceptance but not to exactly 0)" if hot else ""
+    return [Finding("logs.acceptance.dead-drafter", Category.ENGINE_BUG, Severity.WARNING,
+                    acc.chance_confidence(chance),
+                    f"The {method} drafter is never accepted: 0 of {s.drafted:.0f} drafted tokens{note}; a broken "
+                    "draft path, not a weak draft", tuple(ev2),
+                    Fix(known[0][0].fix if known else generic.get("fix", ""),
+                        known[0][0].commands if known else tuple(generic.get("commands", ()))),
+                    impact=generic.get("meaning"),
+                    impact_score=0.7, data={**data, "drafts": drafts, "chance": chance})]
 
 
 def _falling(s) -> tuple[str, str] | None:
@@ -730,12 +847,14 @@ def measurement(facts: Mapping[str, Any]) -> list[Finding]:
                                     "--num-prompts 200",)), impact_score=0.5))
     bug = _bugs()["bench-default-temperature"]
     spec_seen = _spec_on(facts)
+    method, k_cfg = _spec_method(facts), _deployment_k(facts)
     for f in files:
         for b in f.bench:
             src = f"{f.display}:{b['line']}-{b.get('last_line', b['line'])}"
             inside = _in(version, bug.get("versions"))
             rate = b.get("acceptance_rate")
-            fine = rate is not None and rate >= 100 * threshold("low_acceptance")
+            low = _bench_low(b, method, k_cfg)
+            fine = low is False
             if inside is not False and not fine and (b.get("acceptance_rate") is not None or b.get("drafts")
                                                      or spec_seen):
                 # Only where the run's acceptance is in question (a benchmark that shows good acceptance, or one
@@ -763,10 +882,13 @@ def measurement(facts: Mapping[str, Any]) -> list[Finding]:
                         "the fix).", ()),
                     impact="no false verdict from an impossible figure", impact_score=0.4,
                     data={"peak": peak, "average": mean_out}))
-            if rate is not None and rate < 100 * threshold("low_acceptance"):
+            if low:
+                al = b.get("acceptance_length")
                 out.append(Finding("logs.measurement.bench-low-acceptance", Category.LOW_ACCEPTANCE, Severity.WARNING, 0.6,
-                                   f"The benchmark reports {rate:.1f}% draft acceptance",
-                                   (Evidence(src, f"Acceptance rate (%): {rate}"),),
+                                   "The benchmark reports "
+                                   + (f"{rate:.1f}% draft acceptance" if rate is not None else f"{al:g} tokens/step"),
+                                   (Evidence(src, f"Acceptance rate (%): {rate}"
+                                             + (f", Acceptance length: {al:g}" if al else "")),),
                                    Fix("Re-measure at temperature 0 on natural text before blaming the draft.",
                                        ("vllm bench serve --dataset-name sharegpt --temperature 0.0",)),
                                    impact_score=0.5))

@@ -13,8 +13,10 @@ from typing import Any
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge import acceptance as acc
+from spec_doctor.knowledge.crashes import generic_bug
 from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
+from spec_doctor.knowledge.models import HEAD, method_family
 from spec_doctor.knowledge.temperature import hot_sampling
 from spec_doctor.parsers.promparse import EngineDelta, Gauges, MetricsWindow, metric_names, per_model
 
@@ -314,14 +316,16 @@ def spec_active(facts: Mapping[str, Any]) -> list[Finding]:
     return out
 
 
-@check("metrics.acceptance", categories=["low-acceptance", "healthy"], needs=["metrics.deltas"],
+@check("metrics.acceptance", categories=["low-acceptance", "engine-bug", "healthy"], needs=["metrics.deltas"],
        wants=["config.deployment"], timeout_s=_TIMEOUT_S,
        findings={
-           "metrics.acceptance.low": "mean acceptance length below what the draft's cost needs to pay off",
-           "metrics.acceptance.zero": "not one draft token was accepted: the draft is broken or mismatched",
+           "metrics.acceptance.low": "mean acceptance length below what the draft's cost needs to pay off, or below "
+                                     "the weakest published run of its method at its K",
+           "metrics.acceptance.zero": "not one draft token was accepted: the draft is broken or mismatched (a "
+                                      "trained head: a broken draft path)",
            "metrics.acceptance.ok": "speculation runs and accepts enough tokens per step",
        }, sources=[_SPEC_METRICS, "https://arxiv.org/abs/2211.17192",
-                   "https://github.com/vllm-project/vllm/pull/9298"])
+                   "https://github.com/vllm-project/vllm/pull/9298", "knowledge/data/acceptance.toml"])
 def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
     """Acceptance rate and mean acceptance length from the spec-decode counters.
 
@@ -342,11 +346,13 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
         if al is None or k is None:
             continue
         c_low, c_typ = _costs(spec)
+        # what one step's drafting costs (K c, or one c for a block drafter): the step pays above 1 + that
+        step_low, step_typ = acc.step_draft_cost(getattr(spec, "method", None), k)
         data = {"endpoint": w.endpoint, "model": d.model, "num_drafts": d.num_drafts,
                 "num_draft_tokens": d.num_draft_tokens, "num_accepted_tokens": d.num_accepted_tokens,
                 "mean_acceptance_length": round(al, 3), "acceptance_rate": None if rate is None else round(rate, 4),
                 "k": k, "per_position_rates": [round(x, 4) for x in d.per_position_rates],
-                "breakeven_length_typical": round(1 + k * c_typ, 3), "breakeven_length_low": round(1 + k * c_low, 3)}
+                "breakeven_length_typical": round(1 + step_typ, 3), "breakeven_length_low": round(1 + step_low, 3)}
         ev = (_counter_evidence(w, d, ("num_drafts", "num_draft_tokens", "num_accepted_tokens")),
               Evidence(w.window_label, f"mean acceptance length {al:.2f} tokens/step, acceptance rate "
                                        f"{_pct(rate)}, K={k}"))
@@ -354,7 +360,23 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
                   "vllm serve MODEL --speculative-config "
                   "'{\"method\": \"eagle3\", \"model\": \"<EAGLE-3 head trained for MODEL>\", "
                   "\"num_speculative_tokens\": 3}'")
+        judged = acc.judge_acceptance(getattr(spec, "method", None), k, al, drafts=d.num_drafts)
         if d.num_accepted_tokens == 0 and d.num_drafts >= 5 * threshold("min_drafts"):
+            method = getattr(spec, "method", None)
+            chance = acc.never_accepted_chance(d.num_drafts, threshold("trained_drafter_min_first_acceptance"))
+            if method_family(method) == HEAD and chance < threshold("dead_tail_max_chance"):
+                # A head trained for the target never matching it is a broken draft path, not a weak draft
+                # (the same rule as logs.acceptance dead-drafter).
+                generic = generic_bug("dead-drafter")
+                out.append(Finding(
+                    "metrics.acceptance.zero", Category.ENGINE_BUG, Severity.ERROR, acc.chance_confidence(chance),
+                    f"The {method} drafter is never accepted: not one of {_num(d.num_draft_tokens)} draft tokens "
+                    f"({_label(w, d)}); a broken draft path, not a weak draft",
+                    evidence=(*ev, Evidence(generic.get("source", ""), generic.get("meaning", ""))),
+                    fix=Fix(generic.get("fix", ""), tuple(generic.get("commands", ()))),
+                    impact="Every draft step is pure overhead: slower than no speculation.", impact_score=0.95,
+                    data={**data, "chance": chance}))
+                continue
             out.append(Finding(
                 "metrics.acceptance.zero", Category.LOW_ACCEPTANCE, Severity.ERROR, 0.85,
                 f"Not one of {_num(d.num_draft_tokens)} draft tokens was accepted ({_label(w, d)})",
@@ -363,26 +385,38 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
                         better),
                 impact="Every draft step is pure overhead: slower than no speculation.", impact_score=0.95,
                 data=data))
-        elif al < 1 + k * c_typ:
-            sure = al < 1 + k * c_low
+        elif al < 1 + step_typ or judged.below:
+            below_cost = al < 1 + step_typ
+            sure = al < 1 + step_low
+            sev, conf = (Severity.INFO if hot else Severity.WARNING), (0.35 if hot else (0.85 if sure else 0.6))
+            verdict = f"{'slower than' if sure else 'likely no faster than'} decoding without it"
+            if not below_cost:
+                # The step still pays, but the drafter accepts less than any published working run of its method.
+                grade = acc.shortfall_grade(judged, d.num_draft_tokens or 0, hot=hot is not None)
+                sev, conf = Severity(grade[0]), grade[1]
+                verdict = acc.expectation_text(judged)
+                data["expected"] = {"floor_length": judged.expectation.floor_length if judged.expectation else None,
+                                    "shortfall": judged.shortfall}
             # At a hot temperature sampling is not ruled out (sampling.temperature reports that).
             out.append(Finding(
-                "metrics.acceptance.low", Category.LOW_ACCEPTANCE, Severity.INFO if hot else Severity.WARNING,
-                0.35 if hot else (0.85 if sure else 0.6),
+                "metrics.acceptance.low", Category.LOW_ACCEPTANCE, sev, conf,
                 f"Speculation accepts only {al:.2f} tokens/step with K={k} "
-                f"(acceptance {_pct(rate)}): {'slower than' if sure else 'likely no faster than'} "
-                "decoding without it" + (f" (at temperature {hot[0]:g}: sampling not ruled out)" if hot else ""),
+                f"(acceptance {_pct(rate)}): {verdict}"
+                + (f" (at temperature {hot[0]:g}: sampling not ruled out)" if hot else ""),
                 evidence=ev,
                 fix=Fix("Use a draft that matches the target and workload (same family, EAGLE-3 head) and "
                         "lower the temperature if sampling is hot; otherwise serve without speculation",
                         better + ("vllm serve MODEL   # without --speculative-config",)),
-                impact=f"Break-even needs > {1 + k * c_typ:.2f} tokens/step at a typical draft cost "
-                       f"(c={c_typ}); {1 + k * c_low:.2f} even at c={c_low}.",
+                impact=f"Break-even needs > {1 + step_typ:.2f} tokens/step at a typical draft cost "
+                       f"(c={c_typ}); {1 + step_low:.2f} even at c={c_low}.",
                 impact_score=0.8 if sure else 0.6, data=data))
         else:
             out.append(Finding(
                 "metrics.acceptance.ok", Category.HEALTHY, Severity.INFO, 0.8,
-                f"Speculation is on and accepts {al:.2f} tokens/step (acceptance {_pct(rate)}, K={k})",
+                f"Speculation is on and accepts {al:.2f} tokens/step (acceptance {_pct(rate)}, K={k})"
+                + (f", in the normal range for {judged.expectation.label} (typically "
+                   f"{judged.expectation.typical_length:.2f})" if judged.verdict == "normal" and judged.expectation
+                   else ""),
                 evidence=ev, impact=None, impact_score=0.0, data=data))
     return out
 
@@ -442,6 +476,8 @@ def positions(facts: Mapping[str, Any]) -> list[Finding]:
         if hot:
             continue  # at a hot temperature the tail reflects sampling; judge K at T=0 (sampling.temperature)
         c_low, c_typ = _costs(spec)
+        # what one step's drafting costs (K c, or one c for a block drafter): the step pays above 1 + that
+        step_low, step_typ = acc.step_draft_cost(getattr(spec, "method", None), k)
         choice = _k_choice(survival, c_low)
         if choice.turn_off or choice.k is None or choice.k >= k:
             continue  # not worth speculating at all is metrics.acceptance's finding

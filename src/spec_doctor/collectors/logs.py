@@ -15,6 +15,7 @@ Facts:
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -214,6 +215,46 @@ def _template_dict(t: Any) -> dict[str, Any] | None:
             "spec_related": t.spec_related}
 
 
+_EXCEPTION_KIND = re.compile(r"^[A-Z]\w*(?:Error|Exception|Interrupt|Exit)$")
+_LEVEL_KIND = {"warning": "WARNING", "error": "ERROR", "critical": "CRITICAL"}
+QUOTED_MIN_FIXED = 20  # characters of fixed text a quoted line must match: a short template matches anything
+
+
+def _raising_module(tpl: Any) -> str | None:
+    """The vLLM module a catalogue message is raised or logged in ('vllm/compilation/piecewise_backend.py')."""
+    m = re.match(r"(vllm/[\w/]+\.py)@", tpl.source or "")
+    return m.group(1) if m else None
+
+
+def _quoted_messages(lf: Any, tbs: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
+    """A short excerpt's plain lines that are vLLM's own messages quoted alone (parsers/logparse quoted_lines):
+    an exception message without its type or traceback becomes the exception event the catalogue names (kind and
+    raising module), a warning/error text an event at its level. Only a line that starts with the message and
+    matches enough of its fixed text counts."""
+    from spec_doctor.knowledge.catalogue import fixed_chars, identify
+
+    taken = {e["line"] for e in events}
+    spans = [(t["line"], t["end_line"] + 3) for t in tbs]  # a traceback's own lines and its message's tail
+    for n, text in getattr(lf, "quoted", ()):
+        if n in taken or any(a <= n <= b for a, b in spans):
+            continue
+        tpl = identify(text)
+        if tpl is None or fixed_chars(tpl.template) < QUOTED_MIN_FIXED:
+            continue
+        m = tpl.regex.search(text)
+        if m is None or text[:m.start()].strip(" \t>`'\"*-:"):
+            continue
+        src = f"{lf.display}:{n}"
+        if _EXCEPTION_KIND.match(tpl.kind):
+            module = _raising_module(tpl)
+            tbs.append({"source": src, "line": n, "end_line": n, "exc_type": tpl.kind, "exc_msg": text[:500],
+                        "site": module, "func": None, "frames": [], "modules": [module] if module else [],
+                        "one_line": False, "quoted": True, "template": _template_dict(tpl)})
+        elif tpl.kind in _LEVEL_KIND:
+            events.append({"source": src, "line": n, "level": _LEVEL_KIND[tpl.kind], "text": text[:2000],
+                           "count": 1, "template": _template_dict(tpl)})
+
+
 @provides("logs.events")
 def log_events(store: FactStore) -> list[dict[str, Any]]:
     """vLLM's own warnings/errors and tracebacks per file, each identified against the message catalogue
@@ -226,16 +267,21 @@ def log_events(store: FactStore) -> list[dict[str, Any]]:
         tbs = []
         for tb in lf.ev.tracebacks:
             site = tb.raise_site
+            tpl = identify(f"{tb.exc_msg or ''}") if tb.exc_msg else None
+            module = site.module if site else None
+            if module is None and tpl is not None:
+                # The exception line alone (no frames pasted): the catalogue knows which module raises it.
+                module = _raising_module(tpl)
             tbs.append({"source": f"{lf.display}:{tb.line}" + (f"-{tb.end_line}" if tb.end_line != tb.line else ""),
                         "line": tb.line, "end_line": tb.end_line, "exc_type": tb.exc_type, "exc_msg": tb.exc_msg,
-                        "site": site.module if site else None, "func": site.func if site else None,
+                        "site": module, "func": site.func if site else None,
                         "frames": [f"{f.module}:{f.line} in {f.func}" for f in tb.vllm_frames(4)],
-                        "modules": sorted({f.module for f in tb.frames if f.in_vllm}),
-                        "one_line": tb.one_line,
-                        "template": _template_dict(identify(f"{tb.exc_msg or ''}")) if tb.exc_msg else None})
+                        "modules": sorted({f.module for f in tb.frames if f.in_vllm} | ({module} if module else set())),
+                        "one_line": tb.one_line, "template": _template_dict(tpl)})
         events = [{"source": f"{lf.display}:{e.line}", "line": e.line, "level": e.level, "text": e.text,
                    "count": e.count, "template": _template_dict(identify(e.text))}
                   for e in lf.ev.events]
+        _quoted_messages(lf, tbs, events)
         if tbs or events:
             out.append({"file": lf.display, "shutdown_line": shutdown.lines[0] if shutdown and shutdown.lines else None,
                         "tracebacks": tbs, "events": events, "dropped": lf.ev.dropped})

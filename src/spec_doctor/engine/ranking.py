@@ -13,9 +13,34 @@ EXIT_CANNOT_ASSESS = 2
 FAIL_ON_CHOICES = ("error", "warning", "info", "never")
 
 
-def rank(findings: Iterable[Finding]) -> list[Finding]:
-    """Highest score first (severity x confidence x impact); healthy notes last; stable by id."""
-    return sorted(findings, key=lambda f: (f.category is Category.HEALTHY, -f.score, -f.severity.rank, f.id))
+def affirmed(findings: Iterable[Finding]) -> bool:
+    """A check beyond the environment said speculation is fine (a healthy note not from ``env.*``)."""
+    return any(f.category is Category.HEALTHY and not f.id.startswith("env.") for f in findings)
+
+
+def healthy_leads(findings: Iterable[Finding]) -> bool:
+    """Whether a report leads with its healthy notes: no problem at warning or above, and a check beyond the
+    environment affirmed speculation. Then the verdict rests on those notes and every info-level finding is a
+    caveat to them ("whether it pays off cannot be told"), so the basis comes first and the caveats after; with
+    any warning or error the problems lead."""
+    items = list(findings)
+    return affirmed(items) and not any(
+        f.category is not Category.HEALTHY and f.severity.rank >= Severity.WARNING.rank for f in items)
+
+
+def rank(findings: Iterable[Finding], *, healthy_verdict: bool | None = None) -> list[Finding]:
+    """Problems by score (severity x confidence x impact), stable by id, then the healthy notes -- except when the
+    report leads with its healthy notes: then the notes from checks beyond the environment, then the environment's,
+    then the info caveats by score. ``healthy_verdict``: whether the report's verdict is healthy (the caller that
+    decided it says so); None judges from the findings alone (``healthy_leads``)."""
+    items = list(findings)
+    if healthy_leads(items) if healthy_verdict is None else healthy_verdict:
+        def lead(f: Finding) -> int:
+            if f.category is not Category.HEALTHY:
+                return 2
+            return 1 if f.id.startswith("env.") else 0
+        return sorted(items, key=lambda f: (lead(f), -f.score, -f.severity.rank, f.id))
+    return sorted(items, key=lambda f: (f.category is Category.HEALTHY, -f.score, -f.severity.rank, f.id))
 
 
 def verdict(findings: list[Finding], results: list[CheckResult], *, speculation_assessed: bool = True) -> str:
@@ -36,7 +61,7 @@ def verdict(findings: list[Finding], results: list[CheckResult], *, speculation_
         return "unknown"
     # Healthy only when a check beyond the environment says so: a deployment config that no check could judge
     # (e.g. `--draft suffix` alone) is no evidence that speculation works.
-    if not any(f.category is Category.HEALTHY and not f.id.startswith("env.") for f in findings):
+    if not affirmed(findings):
         return "unknown"
     return "healthy"
 

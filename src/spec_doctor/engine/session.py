@@ -109,11 +109,12 @@ def diagnose(inputs: Inputs, *, only: Iterable[str] = (), skip: Iterable[str] = 
     outcome = run_checks(chosen, store, version=version, timeout_s=inputs.timeout_s)
     status = credit_cited_inputs(store.maybe("inputs.status") or [], outcome.findings)
     failed = {row["input"].split(" ", 1)[-1] for row in status if row["ok"] is False}
-    findings = rank(without_input_failures(outcome.findings, failed))
+    findings = without_input_failures(outcome.findings, failed)
     diag = Diagnosis(inputs=inputs, findings=findings, results=outcome.results, verdict="unknown", store=store,
                      load_errors=load_errors, input_errors=outcome.input_errors,
                      duration_s=time.perf_counter() - t0, input_status=status)
     diag.verdict = verdict(findings, outcome.results, speculation_assessed=diag.speculation_assessed)
+    diag.findings = rank(findings, healthy_verdict=diag.verdict == "healthy")
     return diag
 
 

@@ -12,6 +12,16 @@ Conventions (see Leviathan et al. 2023, arXiv:2211.17192, and vLLM V1 ``vllm/v1/
 * ``c``          cost ratio: one draft forward step / one target forward step.
 * ``verify_cost`` one target verification of K+1 tokens / one plain target decode step (1.0 when the
                  target is memory-bound, Leviathan's assumption; larger when compute-bound).
+
+What a working drafter of each method accepts (knowledge/data/acceptance.toml, every row with its source URL):
+
+* ``expected_acceptance(method, k)`` -> ``Expectation`` (typical / floor mean acceptance length and rate at K,
+  ``sources``, ``describe()``), or None when the method has no published measurement.
+* ``judge_acceptance(method, k, mean_acceptance_length, drafts=n)`` -> ``Judgement`` ("below" / "normal" /
+  "unknown", ``shortfall`` against the floor, ``clearly_below``), the sample size widening the noise band.
+* ``shortfall_grade(judgement, drafted_tokens, hot=...)`` -> (severity, confidence) for a finding;
+  ``expectation_text(judgement)`` -> the sentence a finding quotes; ``step_draft_cost(method, k)`` -> what one
+  step's drafting costs (K c, or one c for a block drafter), the break-even being 1 + that.
 """
 
 from __future__ import annotations
@@ -286,24 +296,53 @@ def summarize_counters(num_drafts: float, num_draft_tokens: float, num_accepted_
 def zero_tail(survival: Sequence[float], drafts: float) -> tuple[int, float] | None:
     """A survival curve that is exactly 0 from some position on, judged by how unlikely those zeros are.
 
-    Returns (m, p): m = the number of working positions (every later one is 0.000), p = the chance of no accept
-    at position m+1 from a drafter that works, given the curve's decay: the drafts that reached position m
-    (drafts * s_m) each accept position m+1 with the conditional rate a = s_m / s_(m-1) halved (deeper positions
-    accept less; the halving keeps the estimate conservative), so p = (1 - a)^(drafts * s_m). None when the curve
-    does not end in zeros after a working position."""
+    Returns (m, p): m = the number of working positions (every later one is 0.000), p = the chance that a drafter
+    that works as the curve's own decay says gives no accept at position m+1 (and so none after it: the curve is a
+    survival curve). The conditional acceptance of each working position i (s_i / s_(i-1), over the drafts * s_(i-1)
+    drafts that reached it) is fitted with a line weighted by those draft counts; the line, never rising with
+    depth, predicts position m+1's conditional a, and the drafts * s_m drafts that reached position m each miss it
+    with 1 - a: p = (1 - a)^(drafts * s_m). A smooth decay predicts a near 0 and p near 1 (a K that is too large);
+    a cliff after a well-accepted position gives a tiny p (an engine or drafter bug). None when the curve does not
+    end in zeros after a working position, or the decay itself reaches 0."""
     if len(survival) < 2 or survival[-1] > 0.0 or drafts <= 0:
         return None
     m = max((i + 1 for i, s in enumerate(survival) if s > 0.0), default=0)
     if m == 0 or any(s > 0.0 for s in survival[m:]):
         return None
-    s_m = survival[m - 1]
-    prev = survival[m - 2] if m >= 2 else 1.0
-    a = 0.5 * (s_m / prev if prev > 0 else 0.0)
-    reached = drafts * s_m
+    conds, weights, prev = [], [], 1.0
+    for s in survival[:m]:
+        conds.append(min(1.0, s / prev) if prev > 0 else 0.0)
+        weights.append(drafts * prev)
+        prev = s
+    a = _next_conditional(conds, weights)
+    reached = drafts * survival[m - 1]
     if a <= 0.0 or reached <= 0:
         return None
     log_p = reached * math.log1p(-min(a, 0.999999))
     return m, math.exp(max(log_p, -745.0))
+
+
+def never_accepted_chance(drafts: float, floor: float) -> float:
+    """The chance that a drafter whose first position is accepted at least `floor` of the time has none of
+    `drafts` drafts accepted: (1 - floor)^drafts (a survival curve starts at position 1: no accept there, none
+    at all)."""
+    if drafts <= 0:
+        return 1.0
+    return math.exp(max(drafts * math.log1p(-min(floor, 0.999999)), -745.0))
+
+
+def _next_conditional(conds: Sequence[float], weights: Sequence[float]) -> float:
+    """The conditional acceptance of the position after the fitted ones: a weighted least-squares line over
+    (position, conditional), its slope capped at 0 (deeper positions are never predicted to accept more)."""
+    total = sum(weights)
+    if len(conds) == 1 or total <= 0:
+        return conds[-1]
+    xs = range(1, len(conds) + 1)
+    xbar = sum(w * x for w, x in zip(weights, xs)) / total
+    ybar = sum(w * c for w, c in zip(weights, conds)) / total
+    sxx = sum(w * (x - xbar) ** 2 for w, x in zip(weights, xs))
+    slope = sum(w * (x - xbar) * (c - ybar) for w, x, c in zip(weights, xs, conds)) / sxx if sxx > 0 else 0.0
+    return max(0.0, min(1.0, ybar + min(slope, 0.0) * (len(conds) + 1 - xbar)))
 
 
 def evidence_confidence(base: float, n: float, n_full: float, *, floor: float = 0.3, cap: float = 0.95) -> float:
@@ -335,3 +374,207 @@ def cost_ratios(method: str | None) -> tuple[float, float]:
         c = threshold("cost_ratio_ngram")
         return c, c
     return threshold("cost_ratio_low"), threshold("cost_ratio_typical")
+
+
+# -- what a working drafter of each method accepts (knowledge/data/acceptance.toml) ------------------------------
+@dataclass(frozen=True)
+class MeasuredRow:
+    """One published measurement of a method's acceptance (a row of acceptance.toml)."""
+
+    method: str
+    k: int
+    alpha: float  # per-token acceptance implied by the row (i.i.d. model)
+    mean_acceptance_length: float
+    temperature: float
+    workload: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What a working drafter of one method accepts at one K.
+
+    ``typical_*`` is the median of the method's greedy (T=0) measurements, ``floor_*`` the weakest measurement of
+    a working drafter (least predictable workload, hot sampling included): acceptance below the floor is below
+    anything the method normally shows. There is no floor (None) for ``workload_bound`` methods (look-up drafters:
+    what they accept is the text's, not the drafter's) nor for a method with fewer than ``min_rows`` measurements
+    from two sources. Rates are vLLM V1's "draft acceptance rate" (accepted / drafted)
+    at this K; lengths are its "mean acceptance length" (bonus token included)."""
+
+    method: str
+    label: str
+    k: int
+    typical_alpha: float
+    typical_length: float
+    typical_rate: float
+    floor_alpha: float | None
+    floor_length: float | None
+    floor_rate: float | None
+    workload_bound: bool
+    rows: tuple[MeasuredRow, ...]
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(r.source for r in self.rows))
+
+    def describe(self) -> str:
+        """'EAGLE-3 at K=3: typically 2.6 tokens/step (floor 2.0 over 2 published runs)'."""
+        text = f"{self.label} at K={self.k}: typically {self.typical_length:.2f} tokens/step"
+        if self.floor_length is not None:
+            text += f", the weakest published working run {self.floor_length:.2f}"
+        return text + f" ({len(self.rows)} published measurement(s), e.g. {self.rows[0].source.split(' ')[0]})"
+
+
+def step_draft_cost(method: str | None, k: int) -> tuple[float, float]:
+    """(cheap, typical) cost of drafting one step of K tokens, in target steps: K c for a drafter that proposes
+    token by token, one c for a parallel (block) drafter (acceptance.toml `parallel`). A step pays only when its
+    mean acceptance length exceeds 1 + this."""
+    from spec_doctor.knowledge.data import load
+
+    c_low, c_typ = cost_ratios(method)
+    key = _method_key(method)
+    if key is not None and load("acceptance.toml")["method"][key].get("parallel"):
+        return c_low, c_typ
+    return k * c_low, k * c_typ
+
+
+def _method_key(method: str | None) -> str | None:
+    """The acceptance.toml method a vLLM method name belongs to (eagle3, deepseek_mtp -> mtp, ...)."""
+    if not method:
+        return None
+    from spec_doctor.knowledge.data import load
+
+    m = method.strip().lower()
+    for key, spec in load("acceptance.toml")["method"].items():
+        if m == key or m in spec.get("aliases", []) or any(m.endswith(s) for s in spec.get("suffix_aliases", [])):
+            return key
+    return None
+
+
+def measured_rows(method: str | None) -> tuple[MeasuredRow, ...]:
+    """The published measurements for a method (chain drafting only), each with its per-token alpha."""
+    key = _method_key(method)
+    if key is None:
+        return ()
+    from spec_doctor.knowledge.data import load
+
+    out = []
+    for row in load("acceptance.toml")["row"]:
+        if row["method"] != key or row.get("kind", "chain") != "chain":
+            continue
+        k = int(row["k"])
+        if "mean_acceptance_length" in row:
+            al = float(row["mean_acceptance_length"])
+            alpha = alpha_from_acceptance_length(al, k)
+        else:
+            alpha = _check_prob(row["acceptance_rate"], "acceptance_rate")
+            al = tokens_per_step(alpha, k)
+        out.append(MeasuredRow(key, k, round(alpha, 4), al, float(row.get("temperature", 0.0)), row["workload"],
+                               row["source"]))
+    return tuple(out)
+
+
+def expected_acceptance(method: str | None, k: int) -> Expectation | None:
+    """What a working drafter of ``method`` accepts at ``k`` draft tokens (None: no published measurement).
+
+    Every measurement becomes a per-token alpha (Leviathan Eq. 1 back-solved from its K and mean acceptance
+    length), so a run at K=3 is judged by measurements made at K=7 as well; typical = the median greedy alpha,
+    floor = the lowest alpha of any working run. Example: ``expected_acceptance("eagle3", 3).floor_length``."""
+    k = _check_k(k)
+    rows = measured_rows(method)
+    if not rows or k == 0:
+        return None
+    from spec_doctor.knowledge.data import load
+
+    key = rows[0].method
+    spec = load("acceptance.toml")["method"][key]
+    greedy = sorted(r.alpha for r in rows if r.temperature == 0.0) or sorted(r.alpha for r in rows)
+    mid = len(greedy) // 2
+    typical = greedy[mid] if len(greedy) % 2 else (greedy[mid - 1] + greedy[mid]) / 2
+    bound = bool(spec.get("workload_bound", False))
+    enough = len(rows) >= int(load("acceptance.toml")["min_rows"]) and len({r.source.split(" ")[0] for r in rows}) >= 2
+    floor = None if bound or not enough else min(r.alpha for r in rows)
+    return Expectation(
+        key, spec.get("label", key), k, typical, tokens_per_step(typical, k), avg_acceptance_rate(typical, k),
+        floor, None if floor is None else tokens_per_step(floor, k),
+        None if floor is None else avg_acceptance_rate(floor, k), bound, rows)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """An observed acceptance against the method's expectation.
+
+    ``verdict``: "below" (under the floor by more than sampling noise), "normal" (at or above it, or within noise),
+    "unknown" (no expectation, or a look-up drafter). ``shortfall`` = 1 - (observed - 1) / (floor - 1) on mean
+    acceptance length (0 at the floor, 1 when nothing is accepted); ``noise`` = two standard errors of the observed
+    mean acceptance length for its number of drafts, for a drafter working at the floor
+    (``accepted_length_sd``), in the same units."""
+
+    verdict: str
+    expectation: Expectation | None
+    observed_length: float | None
+    shortfall: float = 0.0
+    noise: float = 0.0
+
+    @property
+    def below(self) -> bool:
+        return self.verdict == "below"
+
+    @property
+    def clearly_below(self) -> bool:
+        """Below the floor by at least `acceptance_clear_shortfall` of the floor's extra tokens."""
+        return self.below and self.shortfall >= threshold("acceptance_clear_shortfall")
+
+
+def accepted_length_sd(alpha: float, k: int) -> float:
+    """Standard deviation of the tokens one draft of K gets accepted under the i.i.d. model: a geometric count
+    truncated at K (P(j) = a^j (1 - a) for j < K, a^K for j = K)."""
+    a, k = _check_prob(alpha, "alpha"), _check_k(k)
+    probs = [a ** j * (1 - a) for j in range(k)] + [a ** k]
+    mean = sum(j * p for j, p in enumerate(probs))
+    return math.sqrt(max(0.0, sum((j - mean) ** 2 * p for j, p in enumerate(probs))))
+
+
+def judge_acceptance(method: str | None, k: int | None, mean_acceptance_length: float | None, *,
+                     drafts: float | None = None) -> Judgement:
+    """Is ``mean_acceptance_length`` at ``k`` in the normal range for ``method``? ``drafts`` (verification steps
+    behind the figure) widens the noise band when few; unknown drafts count as `min_drafts_for_floor`."""
+    if not k or mean_acceptance_length is None:
+        return Judgement("unknown", None, mean_acceptance_length)
+    exp = expected_acceptance(method, int(k))
+    if exp is None or exp.floor_length is None:
+        return Judgement("unknown", exp, mean_acceptance_length)
+    al = float(mean_acceptance_length)
+    n = drafts if drafts and drafts > 0 else threshold("min_drafts_for_floor")
+    noise = 2 * accepted_length_sd(exp.floor_alpha or 0.0, int(k)) / math.sqrt(n)
+    extra = exp.floor_length - 1.0
+    shortfall = max(0.0, min(1.0, 1.0 - (al - 1.0) / extra)) if extra > 0 else 0.0
+    verdict = "below" if al < exp.floor_length - noise else "normal"
+    return Judgement(verdict, exp, al, round(shortfall, 3), round(noise, 3))
+
+
+def shortfall_grade(j: Judgement, sample_tokens: float, *, hot: bool = False) -> tuple[str, float]:
+    """(severity, confidence) of an acceptance below its method's floor, by magnitude and sample size.
+
+    A warning needs the shortfall to be clear (`acceptance_clear_shortfall`), the figure to rest on at least
+    `min_drafted_tokens` drafted tokens, and sampling to be ruled out (at a hot temperature the draft cannot be
+    judged: sampling.temperature reports that); otherwise a note. Confidence grows with the shortfall (0.5 at the
+    floor, 0.8 when nothing is accepted) and with the sample, as the binomial error shrinks."""
+    counted = sample_tokens >= threshold("min_drafted_tokens")
+    severity = "warning" if j.clearly_below and counted and not hot else "info"
+    if hot:
+        return severity, 0.35
+    return severity, evidence_confidence(0.5 + 0.3 * j.shortfall, sample_tokens or 1,
+                                         10 * threshold("min_drafted_tokens"))
+
+
+def expectation_text(j: Judgement) -> str:
+    """One sentence: what a working drafter of the method accepts at this K, and where that comes from."""
+    e = j.expectation
+    if e is None:
+        return ""
+    if e.floor_length is None:
+        return (f"{e.label} has no fixed normal range (a look-up drafter accepts what the text repeats)"
+                if e.workload_bound else f"{e.label} at K={e.k}: typically {e.typical_length:.2f} tokens/step")
+    return (f"a working {e.label} drafter at K={e.k} accepts at least {e.floor_length:.2f} tokens/step "
+            f"(typically {e.typical_length:.2f}; {len(e.rows)} published runs, knowledge/data/acceptance.toml)")

@@ -113,7 +113,7 @@ def templates() -> tuple[Template, ...]:
         out.append(t)
     # The most specific first: when two match a line (a message and a longer later wording of it), the one with
     # more fixed text wins, so the line is placed in the releases that printed exactly that.
-    return tuple(sorted(out, key=lambda t: (-_fixed_chars(t.template), -len(t.gate))))
+    return tuple(sorted(out, key=lambda t: (-fixed_chars(t.template), -len(t.gate))))
 
 
 def _lead(template: str) -> str:
@@ -123,7 +123,7 @@ def _lead(template: str) -> str:
     return (m.group(0) if m else "").replace("{{", "{").replace("}}", "}").rstrip("…")
 
 
-def _fixed_chars(template: str) -> int:
+def fixed_chars(template: str) -> int:
     """How much fixed text the first line of a template has (within what its regex covers)."""
     first = next((ln for ln in template.split("\n") if ln.strip()), "")
     return min(len(re.sub(r"\{[^{}]*\}", "", first.replace("{{", "(").replace("}}", ")"))), _REGEX_CHARS)

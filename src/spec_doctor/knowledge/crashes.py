@@ -1,4 +1,4 @@
-"""What a traceback means, from where in vLLM it was raised (data/crash_sites.toml)."""
+"""What a traceback means, from where in vLLM it was raised (data/crash_sites.toml), and the known drafter bugs a\nrun's symptoms point to (data/known_bugs.toml)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,22 @@ class CrashSite:
     site: re.Pattern[str] | None
     any_frame: re.Pattern[str] | None
     requires: str | None = None  # a deployment trait the row needs ("quantized": quantized target or KV cache)
+    values: re.Pattern[str] | None = None  # named groups over the message that fill {name} in `commands`
+
+    def commands_for(self, message: str | None) -> tuple[str, ...]:
+        """The row's commands with {name} filled from the message (`values`); without a match, only the commands
+        that need no value."""
+        if self.values is None:
+            return self.commands  # literal commands (their braces are JSON, not fields)
+        got = self.values.search(message or "")
+        groups = got.groupdict() if got else {}
+        out = []
+        for c in self.commands:
+            try:
+                out.append(c.format(**groups))
+            except (KeyError, IndexError, ValueError):
+                continue
+        return tuple(out)
 
 
 @lru_cache(maxsize=1)
@@ -34,7 +50,7 @@ def crash_sites() -> tuple[CrashSite, ...]:
 
     return tuple(CrashSite(r["id"], r["category"], r["title"], r["fix"], tuple(r.get("commands", ())), r["source"],
                            float(r.get("confidence", 0.75)), r.get("spec"), rx(r, "exception"), rx(r, "message"),
-                           rx(r, "site"), rx(r, "any_frame"), r.get("requires"))
+                           rx(r, "site"), rx(r, "any_frame"), r.get("requires"), rx(r, "values"))
                  for r in load("crash_sites.toml")["site"])
 
 
@@ -61,3 +77,107 @@ def classify(exc_type: str | None, message: str | None, site_module: str | None,
             continue
         return row
     return None
+
+
+@dataclass(frozen=True)
+class KnownBug:
+    id: str
+    methods: tuple[str, ...]
+    versions: str
+    symptoms: tuple[str, ...]
+    title: str
+    meaning: str
+    fix: str
+    commands: tuple[str, ...]
+    fixed_in: str
+    source: str
+    exception: re.Pattern[str] | None = None  # crash rows: the exception type (last dotted part)
+    message: re.Pattern[str] | None = None  # crash rows: the exception's message
+    any_frame: re.Pattern[str] | None = None  # crash rows: the module path of any vLLM frame
+
+    def matches_crash(self, exc_type: str | None, message: str | None, modules: list[str]) -> bool:
+        short = (exc_type or "").rsplit(".", 1)[-1]
+        return bool((self.exception is None or self.exception.search(short))
+                    and (self.message is None or self.message.search(message or ""))
+                    and (self.any_frame is None or any(self.any_frame.search(m) for m in modules))
+                    and (self.exception or self.message or self.any_frame))
+
+
+@lru_cache(maxsize=1)
+def _known_bugs() -> tuple[KnownBug, ...]:
+    def rx(row: dict[str, Any], key: str) -> re.Pattern[str] | None:
+        return re.compile(row[key]) if row.get(key) else None
+
+    return tuple(KnownBug(r["id"], tuple(r.get("methods", ())), r.get("versions", ""), tuple(r["symptoms"]),
+                          r["title"], r["meaning"], r["fix"], tuple(r.get("commands", ())), r.get("fixed_in", ""),
+                          r["source"], rx(r, "exception"), rx(r, "message"), rx(r, "any_frame"))
+                 for r in load("known_bugs.toml")["bug"])
+
+
+def crash_bug(exc_type: str | None, message: str | None, modules: list[str], method: str | None,
+              version: Any = None, release_range: Any = None) -> tuple[KnownBug, bool] | None:
+    """The known bug (data/known_bugs.toml, symptom "crash") this traceback is, with whether the release is known to
+    be affected; None when no row matches the exception, message, frames, method and release. A row without
+    methods applies to any method; with them, an unknown method does not rule it out."""
+    for bug, sure in known_bugs("crash", None, version, release_range):
+        if bug.methods and method and method.lower() not in bug.methods:
+            continue
+        if bug.matches_crash(exc_type, message, modules):
+            return bug, sure
+    return None
+
+
+def known_bugs(symptom: str, method: str | None, version: Any = None,
+               release_range: Any = None) -> list[tuple[KnownBug, bool]]:
+    """The known drafter bugs (data/known_bugs.toml) of this method that show this symptom, each with whether the
+    release is known to be affected (`version`: a release or the collected vllm.version fact) (True: the version, or the whole inferred release range, is in the bug's
+    range; False: no release is known, or the range only overlaps it). A bug whose range excludes the known
+    version or range is left out."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    # The vLLM version as collected (a Sourced value); one inferred from the inputs' shape is only its range.
+    version = None if version is None or getattr(version, "inferred", False) else getattr(version, "value", version)
+    if version is not None:
+        from packaging.version import InvalidVersion
+
+        try:
+            version = Version(str(version).lstrip("v")).base_version
+        except InvalidVersion:
+            version = None  # not a release spec-doctor can place: judged as unknown
+    out = []
+    for bug in _known_bugs():
+        if symptom not in bug.symptoms:
+            continue
+        if bug.methods and symptom != "crash" and (method or "").lower() not in bug.methods:
+            continue  # (crash rows are matched on their method by crash_bug)
+        spec = SpecifierSet(bug.versions) if bug.versions else None
+        if spec is None:
+            out.append((bug, version is not None))
+            continue
+        if version is not None:
+            if spec.contains(version, prereleases=True):
+                out.append((bug, True))
+            continue
+        low, high = getattr(release_range, "low", None), getattr(release_range, "high", None)
+        if release_range is None or (low is None and high is None):
+            out.append((bug, False))
+            continue
+        # The releases the inputs could come from (vLLM's releases, knowledge/catalogue.py) against the bug's.
+        from spec_doctor.knowledge.catalogue import releases
+
+        candidates = [Version(r) for r in releases()
+                      if release_range.contains(Version(r))] if hasattr(release_range, "contains") else []
+        hit = [spec.contains(v, prereleases=True) for v in candidates]
+        if hit and all(hit) and not getattr(release_range, "high_open", False):
+            out.append((bug, True))
+        elif any(hit) or not candidates:
+            out.append((bug, False))
+    return out
+
+
+def generic_bug(name: str) -> dict[str, Any]:
+    """What a symptom means when no known bug names it (data/known_bugs.toml [generic.NAME]: meaning, fix,
+    commands, source)."""
+    row: dict[str, Any] = load("known_bugs.toml").get("generic", {}).get(name, {})
+    return row

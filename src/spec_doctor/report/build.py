@@ -26,10 +26,12 @@ def gate(diag: Diagnosis, ignores: Any = (), baseline: Any = None) -> None:
     result = apply_gates(diag.findings, ignores=list(ignores), baseline=baseline)
     dep = diag.store.maybe("config.deployment")
     spec_raw = getattr(getattr(dep, "speculative", None), "raw", None) or None
-    diag.findings = rank(keep_user_settings(merge_findings(result.kept), diag.inputs.cmd, spec_raw))
+    kept = keep_user_settings(merge_findings(result.kept), diag.inputs.cmd, spec_raw)
     diag.suppressed = result.suppressed
     diag.notes = diag.input_notes() + result.notes
-    diag.verdict = verdict(diag.findings, diag.results, speculation_assessed=diag.speculation_assessed)
+    diag.verdict = verdict(kept, diag.results, speculation_assessed=diag.speculation_assessed)
+    # A healthy verdict's basis (its healthy notes) leads and its info findings follow as caveats (ranking.rank).
+    diag.findings = rank(kept, healthy_verdict=diag.verdict == "healthy")
 
 
 NOT_ASSESSED = ("speculation not assessed: give a vLLM log (--log), its /metrics (--metrics-url) or a running "

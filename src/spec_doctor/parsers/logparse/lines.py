@@ -542,3 +542,86 @@ def parse_version(msg: str, fast: bool = False) -> str | None:
         if m:
             return m.group(1).rstrip(".,")
     return None
+
+
+# Acceptance figures people retype next to a run in an issue or a PR (not vLLM's own lines): a length on the run's
+# line ("* k=2: [...] output: 175.49 toks/s] **Accpt Len: 1.89**", "acceptance length = 2.3 (num_spec_tokens=4)")
+# and pipe tables whose header names acceptance columns ("| Variant | Acceptance | Mean acceptance length |
+# Accepted / Drafted | Pos0 / Pos1 acceptance |"). Their sample is unknown unless a row gives the counts.
+RETYPED_LENGTH = re.compile(r"(?i)(?<![\w-])(?:mean\s+|avg\.?\s+|average\s+)?acc(?:e)?pt(?:ance|ed)?[\s_.-]*len(?:gth)?"
+                            r"(?![\w-])[*\s]*[:=][*\s]*(\d{1,2}(?:\.\d+)?)(?![\d.])")
+RETYPED_K = re.compile(r"(?i)(?:(?<![\w-])k\s*=\s*|num_spec(?:ulative)?_tokens\s*[=:]\s*)(\d{1,3})(?!\d)")
+TABLE_COLUMNS = {
+    "mean_len": re.compile(r"(?i)^(?:mean |avg\.? |average )?acc(?:e)?pt(?:ance|ed)? len(?:gth)?$|^tokens ?/ ?step$"),
+    "rate": re.compile(r"(?i)^(?:avg\.? )?(?:draft )?acceptance(?: rate)?(?: \(%\))?$"),
+    "counts": re.compile(r"(?i)^accepted(?: tokens)? ?/ ?drafted(?: tokens)?$"),
+    "positions": re.compile(r"(?i)^(?:per-position|pos(?:ition)? ?\d+(?: ?/ ?pos(?:ition)? ?\d+)+)(?: acceptance)?(?: rate)?$"),
+    "k": re.compile(r"(?i)^(?:k|num_speculative_tokens|num_spec_tokens|speculative tokens)$"),
+}
+_CELL_NUM = re.compile(r"(\d+(?:\.\d+)?)\s*(%?)")
+
+
+def parse_retyped_length(msg: str) -> SpecLine | None:
+    """A retyped mean acceptance length on one line, with the K the same line names (if any)."""
+    m = RETYPED_LENGTH.search(msg)
+    if m is None or re.search(r"(?i)normali[sz]ed\W*$", msg[:m.start()]):
+        # ("seq normalized acceptance length" in vLLM's offline summary is another quantity)
+        return None
+    km = RETYPED_K.search(msg)
+    k = int(km.group(1)) if km else None
+    al = float(m.group(1))
+    if not 1.0 <= al <= (k + 1 if k else 64):
+        return None
+    return SpecLine("v1", 0, 0, None, al, (), k, cut=True, counts=False)
+
+
+def table_cells(msg: str) -> list[str] | None:
+    """The cells of a pipe-table row ('| a | b |'), None when the line is not one."""
+    t = msg.strip()
+    if not t.startswith("|") or t.count("|") < 3:
+        return None
+    return [c.strip().strip("*").strip() for c in t.strip("|").split("|")]
+
+
+def table_header(cells: list[str]) -> dict[str, int] | None:
+    """Column index per acceptance field when a table header names a mean acceptance length or accepted/drafted
+    counts; None otherwise."""
+    cols: dict[str, int] = {}
+    for i, c in enumerate(cells):
+        for name, rx in TABLE_COLUMNS.items():
+            if name not in cols and rx.match(c):
+                cols[name] = i
+                break
+    return cols if ("mean_len" in cols or "counts" in cols) else None
+
+
+def _cell_fraction(text: str) -> float | None:
+    m = _CELL_NUM.search(text)
+    if m is None:
+        return None
+    v = float(m.group(1))
+    v = v / 100.0 if m.group(2) or v > 1.0 else v
+    return v if 0.0 <= v <= 1.0 else None
+
+
+def table_row(cols: dict[str, int], cells: list[str]) -> SpecLine | None:
+    """One data row of an acceptance table -> a SpecLine (counts when the row gives accepted / drafted)."""
+    def cell(name: str) -> str | None:
+        i = cols.get(name)
+        return cells[i] if i is not None and i < len(cells) else None
+
+    al = fnum((_CELL_NUM.search(cell("mean_len") or "") or [None, None])[1])
+    rate = _cell_fraction(cell("rate") or "")
+    per = tuple(v for v in (_cell_fraction(p) for p in (cell("positions") or "").split("/")) if v is not None) \
+        if cell("positions") else ()
+    km = _CELL_NUM.search(cell("k") or "")
+    k = int(float(km.group(1))) if km else (len(per) or None)
+    counts = re.fullmatch(r"\s*([\d,]+)\s*/\s*([\d,]+)\s*", cell("counts") or "")
+    acc, dr = (int(counts.group(1).replace(",", "")), int(counts.group(2).replace(",", ""))) if counts else (0, 0)
+    if al is not None and not 1.0 <= al <= (k + 1 if k else 64):
+        al = None
+    if al is None and not counts:
+        return None
+    if rate is None and dr:
+        rate = acc / dr
+    return SpecLine("v1", acc, dr, rate, al, per, k, cut=not counts, counts=bool(counts) and dr > 0)

@@ -343,6 +343,7 @@ class LogFile:
     stopped: str | None = None  # reading stopped early (the --timeout deadline): how far it got
     binary: bool = False
     records: int = 0  # vLLM records recognized (any header)
+    quoted: list = field(default_factory=list)  # plain lines of a short excerpt (quoted_lines)
     vllm_version: Sourced | None = None
     versions_seen: list = field(default_factory=list)  # [(version, source)] (restarts, several servers)
     engine: Sourced | None = None  # "v0" | "v1"
@@ -370,6 +371,7 @@ class LogFile:
     # file's streams, or the (display, why) of the file this one's streams went to.
     merged_from: list = field(default_factory=list)
     merged_into: tuple | None = None
+    _table: tuple | None = None  # (columns, last line) of the acceptance table being read (lines.table_header)
     _offline: dict = field(default_factory=dict)  # the offline spec-decode summary being read (lines.OFFLINE_FIELDS)
     _last_engine: dict = field(default_factory=dict)  # (prefix, pid) -> engine index
     _prev_text: str = ""
@@ -487,6 +489,8 @@ class LogFile:
             return
         if rec.level is None and self._bench(lineno, msg, search):
             return
+        if rec.level is None and self._retyped(lineno, rec, msg):
+            return
         m = search(L.SPEC_V0_TIMES, msg)
         if m:
             self.spec_timing = Sourced({"proposal_ms_per_token": float(m.group(1)), "scoring_ms": float(m.group(2)),
@@ -524,6 +528,32 @@ class LogFile:
             block.setdefault("positions", {})[value[0]] = value[1]
         else:
             block[name] = value
+        return True
+
+    def _retyped(self, lineno: int, rec: L.Record, msg: str) -> bool:
+        """Acceptance figures retyped by a person (lines.RETYPED_LENGTH, acceptance tables): one spec window each."""
+        cells = L.table_cells(msg)
+        if cells is not None:
+            table = self._table
+            if table is not None and lineno - table[1] <= 2 and all(set(c) <= set(":- ") for c in cells):
+                self._table = (table[0], lineno)  # the |---| rule under the header
+                return True
+            head = L.table_header(cells)
+            if head is not None:
+                self._table = (head, lineno)
+                return True
+            if table is not None and lineno - table[1] <= 1:
+                self._table = (table[0], lineno)
+                sp = L.table_row(table[0], cells)
+                if sp is not None:
+                    self._stream(rec, None).add_spec(lineno, rec.ts, sp)
+                return True
+            return False
+        self._table = None
+        sp = L.parse_retyped_length(msg)
+        if sp is None:
+            return False
+        self._stream(rec, None).add_spec(lineno, rec.ts, sp)
         return True
 
     def flush_offline(self) -> None:
@@ -776,15 +806,19 @@ def build_prefilter() -> re.Pattern[bytes]:
 
 
 # A warning wrapped when pasted continues on the next, header-less line (LogFile._record joins the two).
-CONTEXT = {b"Serving Benchmark Result": 40, b"WARNING ": 1}
+# The rows under a pasted acceptance table's header (lines.TABLE_COLUMNS) hold no needle of their own.
+CONTEXT = {b"Serving Benchmark Result": 40, b"WARNING ": 1, b"cceptance length |": 30, b"ccepted / Drafted |": 30}
 # Rows of a `vllm bench serve` table pasted without its banner (lines.BENCH_FIELD)
+# A log this short is an excerpt from a report: its plain lines (no vLLM header) are read too (quoted_lines).
+QUOTED_MAX_BYTES = 64 * 1024
+QUOTED_MAX_LINES = 400
 BENCH_NEEDLES = (b"throughput (tok/s)", b"TTFT (ms)", b"TPOT (ms)", b"Successful requests")
 NEEDLES = L.NEEDLES + (b"Traceback", b'File "', b"Exception", b"Assertion `", b"Per-position acceptance rate: ",
                           b"Mean acceptance length: ", b"Avg Draft acceptance rate: ",
                           b"ccepted tokens", b"ccepted_tokens",
                           # metrics lines pasted without their log header (the prefilter anchors on `] `)
                           b"SpecDecoding metrics: ", b"Speculative metrics: ", b"Avg prompt throughput: ", b"draft proposals", b"num_drafts", b"raft tokens",
-                          b"raft_tokens", b"at token ", b"ean acceptance length", *BENCH_NEEDLES, b"Serving Benchmark Result", b"vocab_size", b"undefined symbol", b"out of memory", b"not supported with spec-decode",
+                          b"raft_tokens", b"at token ", b"ean acceptance length", b"ccpt Len", b"cceptance len", b"ccept len", *BENCH_NEEDLES, b"Serving Benchmark Result", b"vocab_size", b"undefined symbol", b"out of memory", b"not supported with spec-decode",
                           # pydantic's error-type tag on the line after a config ValidationError
                           b"[type=")
 
@@ -817,6 +851,12 @@ def parse_log(path: str, display: str | None = None, *, chunk_size: int | None =
     lf.lines = stats.lines
     lf.truncated_lines = stats.truncated_lines
     lf.stopped = stats.stopped
+    if path != "-" and not stats.stopped and os.path.getsize(path) <= QUOTED_MAX_BYTES:
+        stream, _ = open_log(path)
+        try:
+            lf.quoted = quoted_lines(stream.read(QUOTED_MAX_BYTES + 1).decode("utf-8", errors="replace"))
+        finally:
+            stream.close()
     lf.size_bytes = os.path.getsize(path) if path != "-" and os.path.exists(path) else stats.bytes_read
     lf.binary = stats.nul_bytes > 16 and lf.records == 0
     return lf
@@ -845,4 +885,19 @@ def parse_text(text: str, display: str = "<text>", *, reference: bool = False) -
     lf.fold_engineless()
     lf.lines = stats.lines
     lf.truncated_lines = stats.truncated_lines
+    if len(text) <= QUOTED_MAX_BYTES:
+        lf.quoted = quoted_lines(text)
     return lf
+
+
+def quoted_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, text) of the lines without a vLLM log header in a short excerpt: a report that quotes vLLM's
+    message alone ("Shape: 3328 out of considered ranges: ..."), without its exception type or traceback, or a
+    multi-line record's continuation. The log reader selects lines by keyword, so such a line is read only here;
+    the collector identifies it against vLLM's message catalogue (logs.events)."""
+    out = []
+    for n, raw in enumerate(text.splitlines()[:QUOTED_MAX_LINES], 1):
+        t = L.strip_ansi(raw).strip()
+        if t and len(t) <= 2000 and L.parse_envelope(t).level is None:
+            out.append((n, t))
+    return out

@@ -13,6 +13,7 @@ from collections import Counter
 from typing import Any
 
 from spec_doctor.report.fix_text import fit_command
+from spec_doctor.report.views.findings import CAVEATS_HEADING, finding_parts
 from spec_doctor.report.views.servers import COLUMNS, server_rows
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -48,6 +49,12 @@ def not_run_summary(checks: list[dict[str, Any]], width: int = 100) -> str | Non
         shown.append(reason)
     rest = len(needs) - len(shown)
     return head + "; ".join(shown) + (f"; +{rest} more" if rest else "") + tail
+
+
+def _checked_and_fine(con: Any, healthy: list[dict[str, Any]], width: int) -> None:
+    con.print("[green]Checked and fine:[/]")
+    for f in healthy:
+        _para(con, "  [green]✓[/] ", "  ✓ ", f["title"], 4, width)
 
 
 def _para(con: Any, prefix_markup: str, prefix_plain: str, text: str, indent: int, width: int,
@@ -90,7 +97,12 @@ def render(report: dict[str, Any], *, color: bool = False, width: int | None = N
     for note in report.get("notes", []):
         _para(con, "[yellow]note:[/] ", "note: ", note, 2, width)
     con.print()
-    problems = [f for f in report["findings"] if f["category"] != "healthy"]
+    problems, healthy, healthy_first = finding_parts(report)
+    if healthy_first:
+        _checked_and_fine(con, healthy, width)
+        con.print()
+        if problems:
+            con.print(f"[bold]{escape(CAVEATS_HEADING)}:[/]")
     indent = 5
     for n, f in enumerate(problems, 1):
         style = _STYLE.get(f["severity"], "")
@@ -114,14 +126,11 @@ def render(report: dict[str, Any], *, color: bool = False, width: int | None = N
                 for line in fit_command(c, width - indent):
                     con.print(" " * indent + f"[bold]{escape(line)}[/]", soft_wrap=True)
         con.print()
-    if not problems:
+    if not problems and not healthy_first:
         con.print("[green]No problems found.[/]" if report["verdict"] == "healthy"
                   else "No problems found in what could be assessed.")
-    healthy = [f for f in report["findings"] if f["category"] == "healthy"]
-    if healthy:
-        con.print("[green]Checked and fine:[/]")
-        for f in healthy:
-            _para(con, "  [green]✓[/] ", "  ✓ ", f["title"], 4, width)
+    if healthy and not healthy_first:
+        _checked_and_fine(con, healthy, width)
     servers = server_rows(report)
     if servers:
         stable = Table(title=None, show_header=True, header_style="bold", box=None, pad_edge=False)

@@ -12,6 +12,7 @@ import html
 from typing import Any
 
 from spec_doctor.report.formats.markdown import shell_block_line
+from spec_doctor.report.views.findings import CAVEATS_HEADING, finding_parts
 from spec_doctor.report.views.servers import COLUMNS, server_rows
 
 X_KEYS = ("t", "time_s", "elapsed_s", "k", "K", "line", "step", "concurrency")
@@ -155,8 +156,15 @@ def render(report: dict[str, Any], **_: Any) -> str:
     if env:
         parts.append("<table>" + "".join(f"<tr><th>{e(str(k))}</th><td>{e(str(v))}</td></tr>"
                                          for k, v in env.items()) + "</table>")
-    problems = [f for f in report["findings"] if f["category"] != "healthy"]
-    parts.append("<h2>Findings</h2>" if problems else "<h2>No problems found</h2>")
+    problems, healthy, healthy_first = finding_parts(report)
+    fine = ("<h2>Checked and fine</h2><ul>" + "".join(f"<li>{e(f['title'])}</li>" for f in healthy) + "</ul>"
+            if healthy else "")
+    if healthy_first:
+        parts.append(fine)
+        if problems:
+            parts.append(f"<h2>{e(CAVEATS_HEADING)}</h2>")
+    else:
+        parts.append("<h2>Findings</h2>" if problems else "<h2>No problems found</h2>")
     for n, f in enumerate(problems, 1):
         parts.append(f"<div class='finding {e(f['severity'])}'><h3>{n}. {e(f['title'])}</h3>"
                      f"<p class='meta'><code>{e(f['id'])}</code> · {e(f['category'])} · {e(f['severity'])} · "
@@ -171,10 +179,8 @@ def render(report: dict[str, Any], **_: Any) -> str:
             if f["fix"]["commands"]:
                 parts.append("<pre>" + e("\n".join(shell_block_line(c) for c in f["fix"]["commands"])) + "</pre>")
         parts.append("</div>")
-    healthy = [f for f in report["findings"] if f["category"] == "healthy"]
-    if healthy:
-        parts.append("<h2>Checked and fine</h2><ul>" + "".join(f"<li>{e(f['title'])}</li>" for f in healthy)
-                     + "</ul>")
+    if fine and not healthy_first:
+        parts.append(fine)
     servers = server_rows(report)
     if servers:
         parts.append(f"<h2>Servers ({len(servers)})</h2><table><tr>" + "".join(f"<th>{e(c)}</th>" for c in COLUMNS)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from spec_doctor.report.views.findings import CAVEATS_HEADING, finding_parts
 from spec_doctor.report.views.servers import COLUMNS, server_rows
 
 _ICON = {"error": "🔴", "warning": "🟠", "info": "🔵"}
@@ -44,10 +45,12 @@ def render(report: dict[str, Any], **_: Any) -> str:
             elif isinstance(v, dict):
                 out.append(f"| {_cell(k)} | {_cell(', '.join(f'{a}={b}' for a, b in v.items()))} |")
         out += ["", "</details>", ""]
-    problems = [f for f in report["findings"] if f["category"] != "healthy"]
-    healthy = [f for f in report["findings"] if f["category"] == "healthy"]
+    problems, healthy, healthy_first = finding_parts(report)
+    fine = ["### Checked and fine", "", *(f"- {f['title']}" for f in healthy), ""] if healthy else []
+    if healthy_first:
+        out += fine
     if problems:
-        out += ["### Findings (most important first)", ""]
+        out += [f"### {CAVEATS_HEADING}" if healthy_first else "### Findings (most important first)", ""]
         for n, f in enumerate(problems, 1):
             out.append(f"#### {n}. {_ICON.get(f['severity'], '')} {f['title']}")
             out.append("")
@@ -63,13 +66,11 @@ def render(report: dict[str, Any], **_: Any) -> str:
                 if f["fix"]["commands"]:
                     out += ["", "```bash", *(shell_block_line(c) for c in f["fix"]["commands"]), "```"]
             out.append("")
-    else:
+    elif not healthy_first:
         out += ["No problems found." if report["verdict"] == "healthy" else "No problems found in what could be assessed.",
                 ""]
-    if healthy:
-        out += ["### Checked and fine", ""]
-        out += [f"- {f['title']}" for f in healthy]
-        out.append("")
+    if not healthy_first:
+        out += fine
     servers = server_rows(report)
     if servers:
         out += [f"### Servers ({len(servers)})", "", "| " + " | ".join(COLUMNS) + " |",

@@ -1,4 +1,4 @@
-"""Known speculative-decoding bugs of vLLM releases (data/known_bugs.toml), and which of them a deployment can hit.
+"""Known speculative-decoding bugs of vLLM releases (data/release_bugs.toml), and which of them a deployment can hit.
 
 Each row names the methods it needs, the conditions it needs (flags, parallelism, KV-cache dtype, target family),
 the symptom it shows (a crash with its exception class / message, zero or collapsing acceptance, a slowdown, wrong
@@ -12,7 +12,7 @@ how that release was determined (`fixed_basis`):
   main-line release published at least `branch_margin_days` after it; see `release_after`);
 - "issue-comment": a maintainer or reporter said in the issue thread which release fixed it.
 
-`match(bug, deployment)` is pure: the check (checks/known_bugs.py) builds the `Deployment` from its facts.
+`match(bug, deployment)` is pure: the check (checks/release_bugs.py) builds the `Deployment` from its facts.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def _v(text: str | None) -> Version | None:
 
 @lru_cache(maxsize=1)
 def table() -> dict[str, Any]:
-    return load("known_bugs.toml")
+    return load("release_bugs.toml")
 
 
 @lru_cache(maxsize=1)

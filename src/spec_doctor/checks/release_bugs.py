@@ -1,8 +1,8 @@
-"""Known speculative-decoding bugs of the user's vLLM release (knowledge/data/known_bugs.toml).
+"""Known speculative-decoding bugs of the user's vLLM release (knowledge/data/release_bugs.toml).
 
-Two checks over one matcher: `knownbugs.symptom` reports a row whose symptom the inputs show (the log's
+Two checks over one matcher: `releasebugs.symptom` reports a row whose symptom the inputs show (the log's
 exception class / message, zero acceptance in the log, /metrics or --acceptance, a slowdown measured with
---throughput/--latency) -- an observation; `knownbugs.release` notes, at info level only, the rows the release
+--throughput/--latency) -- an observation; `releasebugs.release` notes, at info level only, the rows the release
 and configuration alone point to, and only when nothing shows the run healthy.
 """
 
@@ -17,7 +17,7 @@ from packaging.version import Version
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity, clip
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge.crashes import classify
-from spec_doctor.knowledge.known_bugs import ANY, Deployment, KnownBug, Match, bugs, exception_matches, match
+from spec_doctor.knowledge.release_bugs import ANY, Deployment, KnownBug, Match, bugs, exception_matches, match
 from spec_doctor.knowledge.observed import judge_acceptance
 
 _SOURCES = ["https://github.com/vllm-project/vllm/releases", "https://pypi.org/simple/vllm/"]
@@ -252,10 +252,10 @@ def _data(m: Match, cover: str, matched: str | None) -> dict[str, Any]:
     return out
 
 
-@check("knownbugs.symptom", categories=["engine-bug", "env-version", "config-unsupported-combo", "quantization",
+@check("releasebugs.symptom", categories=["engine-bug", "env-version", "config-unsupported-combo", "quantization",
                                         "cuda-graph"],
        needs=["vllm.version"], wants=_WANTS, sources=_SOURCES,
-       findings={"knownbugs.symptom.match": "the inputs show the symptom of a known bug of this vLLM release"})
+       findings={"releasebugs.symptom.match": "the inputs show the symptom of a known bug of this vLLM release"})
 def symptom(facts: Mapping[str, Any]) -> list[Finding]:
     """A known bug of the user's vLLM release whose method and conditions the deployment has and whose symptom the
     inputs show: the log's exception class/message, zero (or collapsing) acceptance, a measured slowdown."""
@@ -278,7 +278,7 @@ def symptom(facts: Mapping[str, Any]) -> list[Finding]:
             conf *= 0.85
         bug = m.bug
         sev = Severity.ERROR if bug.symptom == "crash" and how == "exact" else Severity.WARNING
-        out.append(Finding("knownbugs.symptom.match", _category(bug, tb, d, facts), sev, round(conf, 3),
+        out.append(Finding("releasebugs.symptom.match", _category(bug, tb, d, facts), sev, round(conf, 3),
                            f"Known vLLM bug: {bug.title} (fixed in {bug.fixed_in})",
                            tuple(ev + _evidence(m, ver, cover, d)), _fix(bug, facts),
                            impact=f"{bug.symptom.replace('-', ' ')} caused by a bug of this release",
@@ -286,10 +286,10 @@ def symptom(facts: Mapping[str, Any]) -> list[Finding]:
     return out
 
 
-@check("knownbugs.release", categories=["engine-bug", "env-version", "config-unsupported-combo", "quantization",
+@check("releasebugs.release", categories=["engine-bug", "env-version", "config-unsupported-combo", "quantization",
                                         "cuda-graph"],
        needs=["vllm.version"], wants=_WANTS, sources=_SOURCES,
-       findings={"knownbugs.release.note": "this vLLM release has a known bug for this configuration (nothing seen)"})
+       findings={"releasebugs.release.note": "this vLLM release has a known bug for this configuration (nothing seen)"})
 def release(facts: Mapping[str, Any]) -> list[Finding]:
     """Known bugs of the user's vLLM release for this method and configuration that nothing in the inputs shows
     happening: an info note each, never a verdict; none when the inputs show the run healthy."""
@@ -302,12 +302,12 @@ def release(facts: Mapping[str, Any]) -> list[Finding]:
     out = []
     for m, cover in cands:
         if m.unknown or _symptom(m.bug, facts, d) is not None:
-            continue  # unknown conditions make a note a guess; a seen symptom is knownbugs.symptom's
+            continue  # unknown conditions make a note a guess; a seen symptom is releasebugs.symptom's
         if ANY in m.bug.methods and not m.satisfied:
             continue  # a bug of every speculative deployment of the release: said only when its symptom shows
         bug = m.bug
         conf = 0.3 * (PARTIAL_FACTOR if cover != "all" else 1.0)
-        out.append(Finding("knownbugs.release.note", Category(bug.category), Severity.INFO, round(conf, 3),
+        out.append(Finding("releasebugs.release.note", Category(bug.category), Severity.INFO, round(conf, 3),
                            f"Known bug in your release for this configuration: {bug.title} (fixed in {bug.fixed_in})",
                            tuple(_evidence(m, ver, cover, d)), _fix(bug, facts),
                            impact=f"may show as {bug.symptom.replace('-', ' ')}; nothing in the inputs shows it",

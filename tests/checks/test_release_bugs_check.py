@@ -1,4 +1,4 @@
-"""checks/known_bugs.py on synthetic inputs: a log's exception + version, a --cmd, measured figures; and silence on
+"""checks/release_bugs.py on synthetic inputs: a log's exception + version, a --cmd, measured figures; and silence on
 the bundled healthy runs."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from packaging.version import Version
 
 from spec_doctor.checks import crash
-from spec_doctor.checks import known_bugs as kbc
+from spec_doctor.checks import release_bugs as kbc
 from spec_doctor.collectors.core import InferredVersion
 from spec_doctor.engine.inputs import Inputs, Observed
 from spec_doctor.engine.model import Finding, Severity
@@ -18,7 +18,7 @@ from spec_doctor.engine.session import build_store
 from spec_doctor.report.merge import merge_findings
 
 ROOT = Path(__file__).resolve().parents[2]
-CRASH_LOG = ROOT / "fixtures" / "knownbugs" / "mtp-attn-metadata-crash.log"
+CRASH_LOG = ROOT / "fixtures" / "releasebugs" / "mtp-attn-metadata-crash.log"
 MTP_CMD = ("vllm serve deepseek-ai/DeepSeek-R1 -tp 8 "
            "--speculative-config '{\"method\":\"deepseek_mtp\",\"num_speculative_tokens\":1}'")
 FULL_CMD = ("vllm serve Qwen/Qwen3-8B --compilation-config '{\"cudagraph_mode\":\"FULL\"}' "
@@ -49,7 +49,7 @@ def _bugs(findings: list[Finding]) -> dict[str, Finding]:
 def test_cmd_and_version_give_an_info_note() -> None:
     found = _bugs(_run(_facts(cmd=MTP_CMD, vllm_version="0.9.1")))
     note = found["mtp-deepseek-v1-broken-0.9"]
-    assert note.id == "knownbugs.release.note" and note.severity is Severity.INFO
+    assert note.id == "releasebugs.release.note" and note.severity is Severity.INFO
     assert "0.9.2" in note.fix.summary and note.fix.commands == ("pip install -U 'vllm>=0.9.2'",)
 
 
@@ -66,28 +66,28 @@ def test_docker_install_is_spelled_as_a_pull() -> None:
 def test_log_exception_is_an_error_that_merges_with_the_crash_finding() -> None:
     facts = _facts(cmd=MTP_CMD, logs=[str(CRASH_LOG)])  # the version comes from the log's banner
     mine = [f for f in _run(facts) if f.data["bug"] == "mtp-deepseek-v1-broken-0.9"]
-    assert len(mine) == 1 and mine[0].id == "knownbugs.symptom.match" and mine[0].severity is Severity.ERROR
+    assert len(mine) == 1 and mine[0].id == "releasebugs.symptom.match" and mine[0].severity is Severity.ERROR
     assert mine[0].confidence >= 0.7
     crashed = [Finding(**{**f.__dict__, "check_id": "logs.crash"}) for f in crash.crash.fn(facts)]
     assert crashed
     merged = merge_findings([*crashed, *mine])
     assert len(merged) == 1
     assert {m["check"] for m in merged[0].data.get("merged", [])} | {merged[0].check_id} == {"logs.crash",
-                                                                                          "knownbugs.symptom"}
+                                                                                          "releasebugs.symptom"}
 
 
 def test_stated_zero_acceptance_matches_an_acceptance_bug() -> None:
     facts = _facts(cmd=GPT_OSS_CMD, vllm_version="0.10.2",
                    observed=Observed(acceptance_rate=0.0, text={"--acceptance": "0%"}))
     f = _bugs(_run(facts))["gpt-oss-eagle3-wrong-attention-group"]
-    assert f.id == "knownbugs.symptom.match" and f.severity is Severity.WARNING
+    assert f.id == "releasebugs.symptom.match" and f.severity is Severity.WARNING
 
 
 def test_measured_slowdown_matches_a_slowdown_bug() -> None:
     facts = _facts(cmd=FULL_CMD, vllm_version="0.17.0",
                    observed=Observed(throughput=(40.0, 80.0), text={"--throughput": "40,80"}))
     f = _bugs(_run(facts))["full-cudagraph-spec-falls-back-eager"]
-    assert f.id == "knownbugs.symptom.match" and f.severity is Severity.WARNING
+    assert f.id == "releasebugs.symptom.match" and f.severity is Severity.WARNING
 
 
 def test_healthy_acceptance_silences_the_notes() -> None:
