@@ -17,8 +17,8 @@ from packaging.version import Version
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity, clip
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge.crashes import classify
-from spec_doctor.knowledge.release_bugs import ANY, Deployment, KnownBug, Match, bugs, exception_matches, match
 from spec_doctor.knowledge.observed import judge_acceptance
+from spec_doctor.knowledge.release_bugs import ANY, Deployment, KnownBug, Match, bugs, exception_matches, match
 
 _SOURCES = ["https://github.com/vllm-project/vllm/releases", "https://pypi.org/simple/vllm/"]
 _WANTS = ["config.deployment", "logs.events", "logs.acceptance", "metrics.deltas", "observed.figures",
