@@ -251,42 +251,40 @@ def _cudagraph_mode(args: dict[str, Any]) -> str | None:
     return None
 
 
+def _flags(names: Any) -> str:
+    return ", ".join(f"--{str(f).replace('_', '-')}" for f in names)
+
+
+def _pairs(want: Any, sep: str, suffix: str = "") -> str:
+    return ", ".join(f"{k}{sep}{v}{suffix}" for k, v in dict(want).items())
+
+
+# How each condition reads in evidence (`want` is the row's value for it).
+_DESCRIBE: dict[str, Any] = {
+    "tp_min": lambda w: f"tensor parallel size >= {w}",
+    "pp_min": lambda w: f"pipeline parallel size >= {w}",
+    "dp_min": lambda w: f"data parallel size >= {w}",
+    "k_min": lambda w: f"num_speculative_tokens >= {w}",
+    "cuda_graphs": lambda w: "CUDA graphs on (no --enforce-eager)" if w else "--enforce-eager",
+    "kv_cache_dtype": lambda w: f"--kv-cache-dtype {w}*",
+    "quantized": lambda w: "a quantized model or KV cache",
+    "draft_quantized": lambda w: "a quantized drafter" if w else "an unquantized drafter",
+    "flags_set": lambda w: "set: " + _flags(w),
+    "flag_prefix": lambda w: _pairs({f"--{str(k).replace('_', '-')}": v for k, v in dict(w).items()}, " ", "*"),
+    "flag_false": lambda w: "--no-" + str(w).replace("_", "-"),
+    "family": lambda w: f"a target of the family /{w}/",
+    "family_not": lambda w: f"a target outside the family /{w}/",
+    "device": lambda w: f"the {w} backend",
+    "prefix_caching": lambda w: "prefix caching on" if w else "prefix caching off",
+    "spec_key": lambda w: f"{w} in --speculative-config",
+    "env": lambda w: _pairs(w, "="),
+    "cudagraph_mode": lambda w: f"cudagraph_mode {w}",
+}
+
+
 def describe_condition(name: str, want: Any) -> str:
-    if name in ("tp_min", "pp_min"):  # dp_min below
-        return f"{'tensor' if name == 'tp_min' else 'pipeline'} parallel size >= {want}"
-    if name == "cuda_graphs":
-        return "CUDA graphs on (no --enforce-eager)" if want else "--enforce-eager"
-    if name == "kv_cache_dtype":
-        return f"--kv-cache-dtype {want}*"
-    if name == "quantized":
-        return "a quantized model or KV cache"
-    if name == "flags_set":
-        return "set: " + ", ".join(f"--{f.replace('_', '-')}" for f in want)
-    if name == "flag_prefix":
-        return ", ".join(f"--{k.replace('_', '-')} {v}*" for k, v in dict(want).items())
-    if name == "flag_false":
-        return f"--no-{str(want).replace('_', '-')}"
-    if name == "family":
-        return f"a target of the family /{want}/"
-    if name == "family_not":
-        return f"a target outside the family /{want}/"
-    if name == "dp_min":
-        return f"data parallel size >= {want}"
-    if name == "device":
-        return f"the {want} backend"
-    if name == "k_min":
-        return f"num_speculative_tokens >= {want}"
-    if name == "prefix_caching":
-        return "prefix caching on" if want else "prefix caching off"
-    if name == "spec_key":
-        return f"{want} in --speculative-config"
-    if name == "env":
-        return ", ".join(f"{k}={v}" for k, v in dict(want).items())
-    if name == "draft_quantized":
-        return "a quantized drafter" if want else "an unquantized drafter"
-    if name == "cudagraph_mode":
-        return f"cudagraph_mode {want}"
-    return name
+    fn = _DESCRIBE.get(name)
+    return str(fn(want)) if fn else name
 
 
 def match(bug: KnownBug, d: Deployment) -> Match | None:
