@@ -113,6 +113,14 @@ def test_flag_conditions() -> None:
                                                                                       "FULL_AND_PIECEWISE"}})) is None
 
 
+def test_spec_value_condition() -> None:
+    bug = _row("v0-draft-tp-only-1")
+    assert kb.match(bug, kb.Deployment(method="draft_model", spec={"draft_tensor_parallel_size": 2})) is not None
+    assert kb.match(bug, kb.Deployment(method="draft_model", spec={"draft_tensor_parallel_size": 1})) is None
+    legacy = kb.Deployment(method="draft_model", args={"speculative_draft_tensor_parallel_size": 4})
+    assert kb.match(bug, legacy) is not None
+
+
 def test_exception_matching() -> None:
     bug = _row("mtp-deepseek-v1-broken-0.9")
     assert kb.exception_matches(bug, "AttributeError", "'GPUModelRunner' object has no attribute 'attn_metadata_builder'")
@@ -131,5 +139,5 @@ def test_exception_matching() -> None:
 
 @pytest.mark.parametrize("name", kb.CONDITIONS)
 def test_every_condition_is_described(name: str) -> None:
-    want: object = ["x"] if name == "flags_set" else {"a": "b"} if name in ("flag_prefix", "env") else 2
+    want: object = ["x"] if name == "flags_set" else {"a": "b"} if name in ("flag_prefix", "env", "spec_min") else 2
     assert kb.describe_condition(name, want) != name

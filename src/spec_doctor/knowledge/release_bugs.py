@@ -215,6 +215,17 @@ def _cond(name: str, want: Any, d: Deployment) -> bool | None:
         return all(str(d.env.get(k, "")).strip().lower() == str(v).lower() for k, v in dict(want).items())
     if name == "spec_key":
         return None if not d.spec and not a else (want in d.spec) or (f"speculative_{want}" in a)
+    if name == "spec_min":
+        for key, low in dict(want).items():
+            v = d.spec.get(key, a.get(f"speculative_{key}"))
+            if v is None:
+                return None if not d.spec and not a else False
+            try:
+                if float(v) < float(low):
+                    return False
+            except (TypeError, ValueError):
+                return None
+        return True
     if name == "draft_quantized":
         return None if d.draft_quantized is None else d.draft_quantized == bool(want)
     if name == "prefix_caching":
@@ -230,7 +241,7 @@ def _cond(name: str, want: Any, d: Deployment) -> bool | None:
 
 CONDITIONS = ("tp_min", "pp_min", "cuda_graphs", "kv_cache_dtype", "quantized", "flags_set", "flag_prefix",
               "flag_false", "family", "family_not", "device", "k_min", "prefix_caching", "cudagraph_mode", "dp_min",
-              "spec_key", "draft_quantized", "env")
+              "spec_key", "spec_min", "draft_quantized", "env")
 
 
 def _cudagraph_mode(args: dict[str, Any]) -> str | None:
@@ -277,6 +288,7 @@ _DESCRIBE: dict[str, Any] = {
     "device": lambda w: f"the {w} backend",
     "prefix_caching": lambda w: "prefix caching on" if w else "prefix caching off",
     "spec_key": lambda w: f"{w} in --speculative-config",
+    "spec_min": lambda w: _pairs(w, " >= "),
     "env": lambda w: _pairs(w, "="),
     "cudagraph_mode": lambda w: f"cudagraph_mode {w}",
 }
