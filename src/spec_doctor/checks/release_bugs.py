@@ -1,0 +1,316 @@
+"""Known speculative-decoding bugs of the user's vLLM release (knowledge/data/release_bugs.toml).
+
+Two checks over one matcher: `releasebugs.symptom` reports a row whose symptom the inputs show (the log's
+exception class / message, zero acceptance in the log, /metrics or --acceptance, a slowdown measured with
+--throughput/--latency) -- an observation; `releasebugs.release` notes, at info level only, the rows the release
+and configuration alone point to, and only when nothing shows the run healthy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from packaging.version import Version
+
+from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity, clip
+from spec_doctor.engine.registry import check
+from spec_doctor.knowledge.crashes import classify
+from spec_doctor.knowledge.observed import judge_acceptance
+from spec_doctor.knowledge.release_bugs import ANY, Deployment, KnownBug, Match, bugs, exception_matches, match
+
+_SOURCES = ["https://github.com/vllm-project/vllm/releases", "https://pypi.org/simple/vllm/"]
+_WANTS = ["config.deployment", "logs.events", "logs.acceptance", "metrics.deltas", "observed.figures",
+          "models.target", "models.draft", "spec.evidence"]
+CRASH_ROOT = "logs.crash.traceback"  # the crash check's finding: a matched crash joins its diagnosis
+PARTIAL_FACTOR = 0.6  # the inferred release range only partly inside the affected releases
+
+
+@dataclass(frozen=True)
+class _Version:
+    low: Version
+    high: Version
+    inferred: bool
+    source: str
+    label: str
+
+
+def _version(facts: Mapping[str, Any]) -> _Version | None:
+    v = facts.get("vllm.version")
+    value = getattr(v, "value", None)
+    if not isinstance(value, Version):
+        return None
+    if getattr(v, "inferred", False):
+        low = getattr(v, "low", None) or value
+        high = getattr(v, "high", None) or value
+        label = v.label() if v is not None and hasattr(v, "label") else str(value)
+        return _Version(Version(low.base_version), Version(high.base_version), True,
+                        str(getattr(v, "source", "inferred")), label)
+    base = Version(value.base_version)
+    return _Version(base, base, False, str(getattr(v, "source", "vllm.version")), str(value))
+
+
+def _overlap(bug: KnownBug, ver: _Version) -> str | None:
+    """"all" when every release the inputs allow is affected, "part" when some are, None when none is."""
+    lo_ok, hi_ok = bug.affects(ver.low), bug.affects(ver.high)
+    if lo_ok and hi_ok:
+        return "all"
+    before_fix = ver.low < bug.fixed_in
+    after_start = bug.affected_from is None or ver.high >= bug.affected_from
+    return "part" if before_fix and after_start else None
+
+
+def _deployment(facts: Mapping[str, Any]) -> Deployment:
+    dep = facts.get("config.deployment")
+    spec = getattr(dep, "speculative", None)
+    args = dict(getattr(dep, "args", None) or {})
+    fams: list[str] = []
+    target = facts.get("models.target")
+    for a in getattr(target, "architectures", None) or []:
+        fams.append(str(a).lower())
+    for t in (getattr(target, "model_type", None), getattr(target, "ref", None), getattr(dep, "model", None)):
+        if t:
+            fams.append(str(t).lower())
+    quantized = None
+    if args or target is not None:
+        kv = str(args.get("kv_cache_dtype") or "")
+        quantized = bool(args.get("quantization") or kv.startswith(("fp8", "int8", "fp4", "nvfp4"))
+                         or getattr(target, "quantization", None))
+    device = str(args["device"]).lower() if args.get("device") else None
+    ver = facts.get("vllm.version")
+    local = getattr(getattr(ver, "value", None), "local", None)
+    if device is None and local and "cpu" in str(local):
+        device = "cpu"
+    raw = dict(getattr(spec, "raw", None) or {})
+    draft = facts.get("models.draft")
+    draft_q = None
+    if spec is not None or draft is not None:
+        draft_q = bool(getattr(spec, "quantization", None) or raw.get("quantization")
+                       or getattr(draft, "quantization", None))
+        if draft is None and not draft_q:
+            draft_q = None  # no drafter files read and nothing stated: cannot tell
+    return Deployment(method=getattr(spec, "method", None), k=getattr(spec, "num_speculative_tokens", None),
+                      args=args, families=tuple(dict.fromkeys(fams)), quantized=quantized, device=device,
+                      spec=raw, draft_quantized=draft_q, env=dict(getattr(dep, "env", None) or {}))
+
+
+def _acceptance(facts: Mapping[str, Any], method: str | None, k: int | None) -> tuple[str, str] | None:
+    """(status, where) of the best acceptance figure the inputs give: "zero" | "low" | "good" | "unknown"."""
+    fig = facts.get("observed.figures") or {}
+    if fig.get("acceptance_rate") is not None or fig.get("acceptance_length") is not None:
+        j = judge_acceptance(fig.get("acceptance_rate"), fig.get("acceptance_length"), fig.get("k") or k, method)
+        return j.status, str(fig.get("acceptance_source") or "--acceptance")
+    best: tuple[float, float | None, float | None, int | None, str] | None = None
+    for a in facts.get("logs.acceptance") or []:
+        n = float(a.get("drafted") or 0)
+        if n > 0 and (best is None or n > best[0]):
+            best = (n, a.get("acceptance_rate"), a.get("mean_acceptance_length"), a.get("k"), str(a["source"]))
+    for w in facts.get("metrics.deltas") or []:
+        for d in getattr(w, "engines", {}).values():
+            n = float(getattr(d, "num_draft_tokens", 0) or 0)
+            if n > 0 and (best is None or n > best[0]):
+                best = (n, d.acceptance_rate, d.mean_acceptance_length, d.num_spec_positions or None,
+                        str(w.window_label))
+    if best is None:
+        return None
+    j = judge_acceptance(best[1], best[2], best[3] or k, method)
+    return j.status, best[4]
+
+
+def _tracebacks(facts: Mapping[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for f in facts.get("logs.events") or []:
+        shutdown = f.get("shutdown_line")
+        out += [t for t in f.get("tracebacks") or [] if shutdown is None or t["line"] <= shutdown]
+    return out
+
+
+def _error_lines(facts: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [e for f in facts.get("logs.events") or [] for e in f.get("events") or []
+            if e.get("level") in ("ERROR", "CRITICAL")]
+
+
+def _upgrade(bug: KnownBug, facts: Mapping[str, Any]) -> tuple[str, ...]:
+    dep = facts.get("config.deployment")
+    text = f"{getattr(dep, 'program', None) or ''} {getattr(dep, 'raw_text', None) or ''}"
+    if "vllm/vllm-openai" in text or "vllm-openai:" in text:
+        return (f"docker pull vllm/vllm-openai:v{bug.fixed_in}",)
+    return (f"pip install -U 'vllm>={bug.fixed_in}'",)
+
+
+def _fix(bug: KnownBug, facts: Mapping[str, Any]) -> Fix:
+    text = f"Upgrade to vLLM {bug.fixed_in} or newer ({bug.fix})"
+    if bug.workaround:
+        text += f"; until then: {bug.workaround}"
+    return Fix(text + ".", _upgrade(bug, facts))
+
+
+def _symptom(bug: KnownBug, facts: Mapping[str, Any], d: Deployment) -> tuple[str, list[Evidence], Any] | None:
+    """("exact" | "class", evidence, the matched traceback or None) when the inputs show this row's symptom; None
+    when they do not. A crash row is "exact" on its message text, "class" on its exception class alone."""
+    if bug.symptom == "crash":
+        tbs = _tracebacks(facts)
+        for tb in tbs:
+            where = [*(tb.get("modules") or []), *(tb.get("frames") or []), str(tb.get("func") or "")]
+            how = exception_matches(bug, tb.get("exc_type"), tb.get("exc_msg"), where)
+            if how:
+                exc = (tb.get("exc_type") or "exception").rsplit(".", 1)[-1]
+                return how, [Evidence(str(tb["source"]), f"{exc}: {clip(tb.get('exc_msg') or '', 200)}")], tb
+        if bug.texts and not bug.exceptions:
+            for e in _error_lines(facts):
+                if any(p.search(e.get("text") or "") for p in bug.texts):
+                    return "exact", [Evidence(str(e["source"]), clip(e.get("text") or "", 200))], None
+        return None
+    if bug.symptom in ("zero-acceptance", "low-acceptance"):
+        acc = _acceptance(facts, d.method, d.k)
+        if acc is None:
+            return None
+        status, seen_at = acc
+        if status == "zero" or (status == "low" and bug.symptom == "low-acceptance"):
+            return ("exact" if status == "zero" or bug.symptom == "low-acceptance" else "class"), \
+                [Evidence(seen_at, f"acceptance judged {status} for {d.method or 'this method'}")], None
+        return None
+    if bug.symptom == "memory":
+        for tb in _tracebacks(facts):
+            if "OutOfMemory" in str(tb.get("exc_type") or ""):
+                return "class", [Evidence(str(tb["source"]), f"{tb.get('exc_type')}: "
+                                                             f"{clip(tb.get('exc_msg') or '', 160)}")], tb
+        return None
+    if bug.symptom == "slowdown":
+        fig = facts.get("observed.figures") or {}
+        speed = fig.get("speedup")
+        if isinstance(speed, (int, float)) and speed < 1.0:
+            return "exact", [Evidence(str(fig.get("speed_source") or "--throughput"),
+                                      str(fig.get("speed_detail") or f"{speed:.2f}x the speed without speculation"))], None
+    return None
+
+
+def _healthy(facts: Mapping[str, Any], d: Deployment) -> bool:
+    """The inputs show the run working: acceptance as the method normally reaches and no crash or error line."""
+    acc = _acceptance(facts, d.method, d.k)
+    return acc is not None and acc[0] == "good" and not _tracebacks(facts) and not _error_lines(facts)
+
+
+def _candidates(facts: Mapping[str, Any]) -> tuple[_Version, Deployment, list[tuple[Match, str]]] | None:
+    ver = _version(facts)
+    spec_on = (facts.get("spec.evidence") or {}).get("on")
+    if ver is None or not spec_on:
+        return None
+    d = _deployment(facts)
+    out = []
+    for bug in bugs():
+        cover = _overlap(bug, ver)
+        if cover is None:
+            continue
+        m = match(bug, d)
+        if m is not None:
+            out.append((m, cover))
+    return ver, d, out
+
+
+def _evidence(m: Match, ver: _Version, cover: str, d: Deployment) -> list[Evidence]:
+    bug = m.bug
+    ev = [Evidence(ver.source, f"vLLM {ver.label}" + (" (inferred)" if ver.inferred else "") +
+                   f"; the bug affects {bug.affected_label()}" +
+                   ("" if cover == "all" else " -- only part of the inferred release range is affected"))]
+    said = ("method " + (d.method or "?")) if "any" not in bug.methods else "speculative decoding on"
+    if m.satisfied:
+        said += "; " + "; ".join(m.satisfied)
+    ev.append(Evidence("config", said))
+    if m.unknown:
+        ev.append(Evidence("config", "not shown by the inputs (assumed): " + "; ".join(m.unknown)))
+    how = {"advisory": "the advisory's fixed version", "release-notes": "the release notes",
+           "catalogue": "the message catalogue", "pr-date": f"the fix PR's date ({bug.pr_date}) against release "
+                                                              "dates", "issue-comment": "the issue thread"}
+    ev.append(Evidence(bug.source, f"fixed in {bug.fixed_in} (from {how.get(bug.fixed_basis, bug.fixed_basis)})"))
+    return ev
+
+
+def _category(bug: KnownBug, tb: Any, d: Deployment, facts: Mapping[str, Any]) -> Category:
+    """The row's category -- or, for a matched traceback, the category the crash check gives the same traceback
+    (knowledge/crashes.py), so that both land in one diagnosis (report/merge.py groups by category)."""
+    if tb is None:
+        return Category(bug.category)
+    traits = frozenset({"quantized"}) if d.quantized else frozenset()
+    spec_on = bool((facts.get("spec.evidence") or {}).get("on"))
+    row = classify(tb.get("exc_type"), tb.get("exc_msg"), tb.get("site"), list(tb.get("modules") or []), spec_on,
+                   traits)
+    if row is None:
+        return Category.ENGINE_BUG  # what the crash check calls a traceback no crash-site row explains
+    return Category(bug.category) if row.category in ("healthy", "none") else Category(row.category)
+
+
+def _data(m: Match, cover: str, matched: str | None) -> dict[str, Any]:
+    bug = m.bug
+    out: dict[str, Any] = {"bug": bug.id, "fixed_in": str(bug.fixed_in), "fixed_basis": bug.fixed_basis,
+                           "source": bug.source, "symptom": bug.symptom, "coverage": cover, "matched": matched,
+                           "unknown_conditions": list(m.unknown)}
+    if bug.symptom == "crash" and matched:
+        out["root_cause"] = CRASH_ROOT
+    out["row_category"] = bug.category
+    return out
+
+
+@check("releasebugs.symptom", categories=["engine-bug", "env-version", "config-unsupported-combo", "quantization",
+                                        "cuda-graph"],
+       needs=["vllm.version"], wants=_WANTS, sources=_SOURCES,
+       findings={"releasebugs.symptom.match": "the inputs show the symptom of a known bug of this vLLM release"})
+def symptom(facts: Mapping[str, Any]) -> list[Finding]:
+    """A known bug of the user's vLLM release whose method and conditions the deployment has and whose symptom the
+    inputs show: the log's exception class/message, zero (or collapsing) acceptance, a measured slowdown."""
+    found = _candidates(facts)
+    if found is None:
+        return []
+    ver, d, cands = found
+    out = []
+    for m, cover in cands:
+        seen = _symptom(m.bug, facts, d)
+        if seen is None:
+            continue
+        how, ev, tb = seen
+        if how == "class" and ANY in m.bug.methods and not m.satisfied:
+            continue  # an exception class alone, on a bug of every speculative deployment: too weak to name it
+        conf = 0.8 if how == "exact" else 0.5
+        if cover != "all":
+            conf *= PARTIAL_FACTOR
+        if m.unknown:
+            conf *= 0.85
+        bug = m.bug
+        sev = Severity.ERROR if bug.symptom == "crash" and how == "exact" else Severity.WARNING
+        out.append(Finding("releasebugs.symptom.match", _category(bug, tb, d, facts), sev, round(conf, 3),
+                           f"Known vLLM bug: {bug.title} (fixed in {bug.fixed_in})",
+                           tuple(ev + _evidence(m, ver, cover, d)), _fix(bug, facts),
+                           impact=f"{bug.symptom.replace('-', ' ')} caused by a bug of this release",
+                           impact_score=0.8 if sev is Severity.ERROR else 0.6, data=_data(m, cover, how)))
+    return out
+
+
+@check("releasebugs.release", categories=["env-version"],
+       needs=["vllm.version"], wants=_WANTS, sources=_SOURCES,
+       findings={"releasebugs.release.note": "this vLLM release has a known bug for this configuration (nothing seen)"})
+def release(facts: Mapping[str, Any]) -> list[Finding]:
+    """Known bugs of the user's vLLM release for this method and configuration that nothing in the inputs shows
+    happening: an info note each, never a verdict; none when the inputs show the run healthy."""
+    found = _candidates(facts)
+    if found is None:
+        return []
+    ver, d, cands = found
+    if _healthy(facts, d):
+        return []
+    out = []
+    for m, cover in cands:
+        if m.unknown or _symptom(m.bug, facts, d) is not None:
+            continue  # unknown conditions make a note a guess; a seen symptom is releasebugs.symptom's
+        if ANY in m.bug.methods and not m.satisfied:
+            continue  # a bug of every speculative deployment of the release: said only when its symptom shows
+        bug = m.bug
+        conf = 0.3 * (PARTIAL_FACTOR if cover != "all" else 1.0)
+        # Nothing shows the bug happening: the note is about the release (its fix is an upgrade), not a fault of the
+        # run -- env-version ("a known regression" of the installed release), whatever the bug's own category.
+        out.append(Finding("releasebugs.release.note", Category.ENV_VERSION, Severity.INFO, round(conf, 3),
+                           f"Known bug in your release for this configuration: {bug.title} (fixed in {bug.fixed_in})",
+                           tuple(_evidence(m, ver, cover, d)), _fix(bug, facts),
+                           impact=f"may show as {bug.symptom.replace('-', ' ')}; nothing in the inputs shows it",
+                           impact_score=0.2, data=_data(m, cover, None)))
+    return out

@@ -1,0 +1,338 @@
+"""Known speculative-decoding bugs of vLLM releases (data/release_bugs.toml), and which of them a deployment can hit.
+
+Each row names the methods it needs, the conditions it needs (flags, parallelism, KV-cache dtype, target family),
+the symptom it shows (a crash with its exception class / message, zero or collapsing acceptance, a slowdown, wrong
+output, a hang, memory), the releases it affects and the first release containing its fix, with the fix's PR and
+how that release was determined (`fixed_basis`):
+
+- "advisory": the PyPA/OSV advisory's affected range ("introduced"/"fixed" events);
+- "release-notes": the release's notes list the fix PR;
+- "catalogue": the fix added or changed a message, and knowledge/data/catalogue.json says which release first has it;
+- "pr-date": the fix PR's merge (or last dated activity) against the release dates in [releases] (the first
+  main-line release published at least `branch_margin_days` after it; see `release_after`);
+- "issue-comment": a maintainer or reporter said in the issue thread which release fixed it.
+
+`match(bug, deployment)` is pure: the check (checks/release_bugs.py) builds the `Deployment` from its facts.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from spec_doctor.knowledge.data import load
+
+SYMPTOMS = ("crash", "zero-acceptance", "low-acceptance", "slowdown", "wrong-output", "hang", "memory")
+BASES = ("advisory", "release-notes", "catalogue", "pr-date", "issue-comment")
+CATEGORIES = ("engine-bug", "env-version", "config-unsupported-combo", "quantization", "cuda-graph")
+ANY = "any"
+# Method aliases vLLM accepts (config/speculative.py): every per-model MTP name is MTP; eagle-family heads.
+_MTP = re.compile(r"(?:^|_)mtp$")
+
+
+def normalize_method(method: str | None) -> str | None:
+    if not method:
+        return None
+    m = method.strip().lower().replace("-", "_")
+    if _MTP.search(m) or m in ("mtp", "ernie_mtp", "longcat_flash_mtp"):
+        return "mtp"
+    if m in ("[ngram]",):
+        return "ngram"
+    return m
+
+
+@dataclass(frozen=True)
+class KnownBug:
+    id: str
+    title: str
+    methods: tuple[str, ...]
+    when: dict[str, Any]
+    symptom: str
+    exceptions: tuple[str, ...]
+    texts: tuple[re.Pattern[str], ...]
+    sites: tuple[re.Pattern[str], ...]
+    affected_from: Version | None
+    fixed_in: Version
+    fixed_basis: str
+    pr_date: str | None
+    source: str
+    also: tuple[str, ...]
+    message: str | None
+    category: str
+    fix: str
+    workaround: str
+
+    def affects(self, version: Version) -> bool:
+        v = Version(version.base_version)
+        return v < self.fixed_in and (self.affected_from is None or v >= self.affected_from)
+
+    def affected_label(self) -> str:
+        lo = str(self.affected_from) if self.affected_from else "earlier releases"
+        return f"{lo} up to (not including) {self.fixed_in}"
+
+
+@dataclass
+class Deployment:
+    """What the inputs show about the deployment, in the terms of the rows' conditions."""
+
+    method: str | None = None
+    k: int | None = None
+    args: dict[str, Any] = field(default_factory=dict)
+    families: tuple[str, ...] = ()  # target architectures / model_type / model id, lower-case
+    quantized: bool | None = None
+    device: str | None = None
+    spec: dict[str, Any] = field(default_factory=dict)  # the speculative config's keys as given
+    env: dict[str, str] = field(default_factory=dict)  # VAR=value set on the command line
+    draft_quantized: bool | None = None
+
+
+@dataclass(frozen=True)
+class Match:
+    bug: KnownBug
+    satisfied: tuple[str, ...]  # conditions the deployment shows
+    unknown: tuple[str, ...]  # conditions the inputs cannot tell
+
+
+def _v(text: str | None) -> Version | None:
+    return Version(text) if text else None
+
+
+@lru_cache(maxsize=1)
+def table() -> dict[str, Any]:
+    return load("release_bugs.toml")
+
+
+@lru_cache(maxsize=1)
+def bugs() -> tuple[KnownBug, ...]:
+    out = []
+    for r in table()["bug"]:
+        out.append(KnownBug(
+            id=r["id"], title=r["title"], methods=tuple(normalize_method(m) or m for m in r["methods"]),
+            when=dict(r.get("when", {})), symptom=r["symptom"], exceptions=tuple(r.get("exceptions", ())),
+            texts=tuple(re.compile(t, re.I) for t in r.get("texts", ())),
+            sites=tuple(re.compile(t) for t in r.get("sites", ())), affected_from=_v(r.get("affected_from")),
+            fixed_in=Version(r["fixed_in"]), fixed_basis=r["fixed_basis"], pr_date=r.get("pr_date"),
+            source=r["source"], also=tuple(r.get("also", ())), message=r.get("message"), category=r["category"],
+            fix=r["fix"],
+            workaround=r.get("workaround", "")))
+    return tuple(out)
+
+
+def release_dates() -> dict[str, dt.date]:
+    return {v: dt.date.fromisoformat(d) for v, d in table()["releases"]["dates"].items()}
+
+
+def is_mainline(version: str) -> bool:
+    """A release cut from main (not a hotfix carrying cherry-picks only)."""
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        return False
+    return not v.is_postrelease and len(v.release) == 3 and version not in table()["releases"]["hotfix"]
+
+
+def release_after(merged: str) -> str | None:
+    """The first main-line release published at least `branch_margin_days` after a fix merged on `merged`
+    (ISO date): the release a merge date places the fix in. None when no release examined is that late."""
+    margin = dt.timedelta(days=int(table()["releases"]["branch_margin_days"]))
+    day = dt.date.fromisoformat(merged) + margin
+    for v, published in sorted(release_dates().items(), key=lambda kv: kv[1]):
+        if published >= day and is_mainline(v):
+            return v
+    return None
+
+
+# -- conditions ------------------------------------------------------------------------------------------------
+_FALSE = (False, "false", "0", "no", "off", "none", "")
+
+
+def _flag(args: dict[str, Any], key: str) -> Any:
+    return args.get(key)
+
+
+def _truthy(value: Any) -> bool:
+    return value is not None and not (isinstance(value, str) and value.strip().lower() in _FALSE) and value is not False
+
+
+def _cond(name: str, want: Any, d: Deployment) -> bool | None:
+    """True / False when the deployment shows whether condition `name` holds; None when the inputs cannot tell."""
+    a = d.args
+    if name == "tp_min":
+        tp = a.get("tensor_parallel_size")
+        return None if tp is None and not a else int(tp or 1) >= int(want)
+    if name == "pp_min":
+        pp = a.get("pipeline_parallel_size")
+        return None if pp is None and not a else int(pp or 1) >= int(want)
+    if name == "cuda_graphs":
+        eager = a.get("enforce_eager")
+        if eager is None:
+            return None if not a else bool(want)  # CUDA graphs are on unless --enforce-eager
+        return (not _truthy(eager)) == bool(want)
+    if name == "kv_cache_dtype":
+        kv = str(a.get("kv_cache_dtype") or "")
+        if not kv:
+            return None if not a else False
+        return kv.lower().startswith(str(want).lower())
+    if name == "quantized":
+        return None if d.quantized is None else d.quantized == bool(want)
+    if name == "flags_set":
+        vals = [_flag(a, f) for f in want]
+        if all(v is None for v in vals):
+            return None if not a else False
+        return all(_truthy(v) for v in vals)
+    if name == "flag_prefix":
+        for key, prefix in dict(want).items():
+            v = a.get(key)
+            if v is None:
+                return None if not a else False
+            if not str(v).lower().startswith(str(prefix).lower()):
+                return False
+        return True
+    if name == "flag_false":
+        v = a.get(want)
+        return None if v is None else not _truthy(v)
+    if name in ("family", "family_not"):
+        if not d.families:
+            return None
+        pat = re.compile(str(want), re.I)
+        hit = any(pat.search(f) for f in d.families)
+        return hit if name == "family" else not hit
+    if name == "dp_min":
+        dp = a.get("data_parallel_size")
+        return None if dp is None and not a else int(dp or 1) >= int(want)
+    if name == "device":
+        return None if d.device is None else d.device == want
+    if name == "k_min":
+        return None if d.k is None else d.k >= int(want)
+    if name == "env":
+        if not a and not d.env:
+            return None
+        return all(str(d.env.get(k, "")).strip().lower() == str(v).lower() for k, v in dict(want).items())
+    if name == "spec_key":
+        return None if not d.spec and not a else (want in d.spec) or (f"speculative_{want}" in a)
+    if name == "spec_min":
+        for key, low in dict(want).items():
+            v = d.spec.get(key, a.get(f"speculative_{key}"))
+            if v is None:
+                return None if not d.spec and not a else False
+            try:
+                if float(v) < float(low):
+                    return False
+            except (TypeError, ValueError):
+                return None
+        return True
+    if name == "draft_quantized":
+        return None if d.draft_quantized is None else d.draft_quantized == bool(want)
+    if name == "prefix_caching":
+        v = a.get("enable_prefix_caching")
+        return None if v is None else _truthy(v) == bool(want)
+    if name == "cudagraph_mode":
+        mode = _cudagraph_mode(a)
+        if mode is None:
+            return None if not a else False  # the default mode is not FULL in the releases that have the setting
+        return mode.upper() == str(want).upper()
+    raise KeyError(f"unknown condition {name!r}")
+
+
+CONDITIONS = ("tp_min", "pp_min", "cuda_graphs", "kv_cache_dtype", "quantized", "flags_set", "flag_prefix",
+              "flag_false", "family", "family_not", "device", "k_min", "prefix_caching", "cudagraph_mode", "dp_min",
+              "spec_key", "spec_min", "draft_quantized", "env")
+
+
+def _cudagraph_mode(args: dict[str, Any]) -> str | None:
+    """compilation_config.cudagraph_mode as given (a dict, a JSON string or a dotted flag), else None."""
+    import json
+
+    direct = args.get("compilation_config.cudagraph_mode") or args.get("cudagraph_mode")
+    if direct:
+        return str(direct)
+    cc = args.get("compilation_config")
+    if isinstance(cc, str):
+        try:
+            cc = json.loads(cc)
+        except ValueError:
+            return None
+    if isinstance(cc, dict) and cc.get("cudagraph_mode"):
+        return str(cc["cudagraph_mode"])
+    return None
+
+
+def _flags(names: Any) -> str:
+    return ", ".join(f"--{str(f).replace('_', '-')}" for f in names)
+
+
+def _pairs(want: Any, sep: str, suffix: str = "") -> str:
+    return ", ".join(f"{k}{sep}{v}{suffix}" for k, v in dict(want).items())
+
+
+# How each condition reads in evidence (`want` is the row's value for it).
+_DESCRIBE: dict[str, Any] = {
+    "tp_min": lambda w: f"tensor parallel size >= {w}",
+    "pp_min": lambda w: f"pipeline parallel size >= {w}",
+    "dp_min": lambda w: f"data parallel size >= {w}",
+    "k_min": lambda w: f"num_speculative_tokens >= {w}",
+    "cuda_graphs": lambda w: "CUDA graphs on (no --enforce-eager)" if w else "--enforce-eager",
+    "kv_cache_dtype": lambda w: f"--kv-cache-dtype {w}*",
+    "quantized": lambda w: "a quantized model or KV cache",
+    "draft_quantized": lambda w: "a quantized drafter" if w else "an unquantized drafter",
+    "flags_set": lambda w: "set: " + _flags(w),
+    "flag_prefix": lambda w: _pairs({f"--{str(k).replace('_', '-')}": v for k, v in dict(w).items()}, " ", "*"),
+    "flag_false": lambda w: "--no-" + str(w).replace("_", "-"),
+    "family": lambda w: f"a target of the family /{w}/",
+    "family_not": lambda w: f"a target outside the family /{w}/",
+    "device": lambda w: f"the {w} backend",
+    "prefix_caching": lambda w: "prefix caching on" if w else "prefix caching off",
+    "spec_key": lambda w: f"{w} in --speculative-config",
+    "spec_min": lambda w: _pairs(w, " >= "),
+    "env": lambda w: _pairs(w, "="),
+    "cudagraph_mode": lambda w: f"cudagraph_mode {w}",
+}
+
+
+def describe_condition(name: str, want: Any) -> str:
+    fn = _DESCRIBE.get(name)
+    return str(fn(want)) if fn else name
+
+
+def match(bug: KnownBug, d: Deployment) -> Match | None:
+    """The row applies to this deployment's method and conditions (the version is the caller's business):
+    None when the method differs or a condition is shown not to hold; conditions the inputs cannot tell are
+    returned as `unknown`."""
+    method = normalize_method(d.method)
+    if ANY not in bug.methods and (method is None or method not in bug.methods):
+        return None
+    sat: list[str] = []
+    unk: list[str] = []
+    for name, want in bug.when.items():
+        got = _cond(name, want, d)
+        if got is False:
+            return None
+        (sat if got else unk).append(describe_condition(name, want))
+    return Match(bug, tuple(sat), tuple(unk))
+
+
+def exception_matches(bug: KnownBug, exc_type: str | None, message: str | None,
+                      where: list[str] | tuple[str, ...] = ()) -> str | None:
+    """How specifically a traceback is this row's: "exact" when the message matches one of the row's texts (and the
+    class is one the row names, when it names any), "class" when only a named exception class matches; None
+    otherwise. `where`: the traceback's vLLM modules / frames, which must match the row's `sites` when it has any.
+    A row naming neither exception nor text matches no traceback."""
+    if not bug.exceptions and not bug.texts:
+        return None
+    if bug.sites and not any(p.search(w) for p in bug.sites for w in where):
+        return None
+    short = (exc_type or "").rsplit(".", 1)[-1]
+    if bug.exceptions and short not in bug.exceptions:
+        return None
+    if bug.texts:
+        return "exact" if any(p.search(message or "") for p in bug.texts) else None
+    return "class"
+
+
+def text_matches(bug: KnownBug, line: str) -> bool:
+    return any(p.search(line) for p in bug.texts)

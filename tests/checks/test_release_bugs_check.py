@@ -1,0 +1,121 @@
+"""checks/release_bugs.py on synthetic inputs: a log's exception + version, a --cmd, measured figures; and silence on
+the bundled healthy runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from packaging.version import Version
+
+from spec_doctor.checks import crash
+from spec_doctor.checks import release_bugs as kbc
+from spec_doctor.collectors.core import InferredVersion
+from spec_doctor.engine.inputs import Inputs, Observed
+from spec_doctor.engine.model import Finding, Severity
+from spec_doctor.engine.session import build_store
+from spec_doctor.report.merge import merge_findings
+
+ROOT = Path(__file__).resolve().parents[2]
+CRASH_LOG = ROOT / "fixtures" / "releasebugs" / "mtp-attn-metadata-crash.log"
+MTP_CMD = ("vllm serve deepseek-ai/DeepSeek-R1 -tp 8 "
+           "--speculative-config '{\"method\":\"deepseek_mtp\",\"num_speculative_tokens\":1}'")
+FULL_CMD = ("vllm serve Qwen/Qwen3-8B --compilation-config '{\"cudagraph_mode\":\"FULL\"}' "
+            "--speculative-config '{\"method\":\"eagle3\",\"model\":\"RedHatAI/Qwen3-8B-speculator.eagle3\","
+            "\"num_speculative_tokens\":3}'")
+GPT_OSS_CMD = ("vllm serve openai/gpt-oss-120b --speculative-config "
+               "'{\"method\":\"eagle3\",\"model\":\"nvidia/gpt-oss-120b-Eagle3\",\"num_speculative_tokens\":3}'")
+
+
+def _facts(**kw: Any) -> dict[str, Any]:
+    store, _ = build_store(Inputs(**kw))
+    facts = {n: store.maybe(n) for n in ["vllm.version", *kbc._WANTS]}
+    facts.update({n: store.maybe(n) for n in ["logs.files", "models.draft"]})
+    return facts
+
+
+def _run(facts: dict[str, Any]) -> list[Finding]:
+    out = []
+    for c in (kbc.symptom, kbc.release):
+        out += [f.__class__(**{**f.__dict__, "check_id": c.id}) for f in c.fn(facts)]
+    return out
+
+
+def _bugs(findings: list[Finding]) -> dict[str, Finding]:
+    return {f.data["bug"]: f for f in findings}
+
+
+def test_cmd_and_version_give_an_info_note() -> None:
+    found = _bugs(_run(_facts(cmd=MTP_CMD, vllm_version="0.9.1")))
+    note = found["mtp-deepseek-v1-broken-0.9"]
+    assert note.id == "releasebugs.release.note" and note.severity is Severity.INFO
+    assert "0.9.2" in note.fix.summary and note.fix.commands == ("pip install -U 'vllm>=0.9.2'",)
+
+
+def test_no_note_at_the_fixed_release() -> None:
+    assert "mtp-deepseek-v1-broken-0.9" not in _bugs(_run(_facts(cmd=MTP_CMD, vllm_version="0.9.2")))
+
+
+def test_docker_install_is_spelled_as_a_pull() -> None:
+    found = _bugs(_run(_facts(cmd="docker run vllm/vllm-openai:v0.9.1 --model deepseek-ai/DeepSeek-R1 -tp 8 "
+                                  "--speculative-config '{\"method\":\"deepseek_mtp\",\"num_speculative_tokens\":1}'")))
+    assert found["mtp-deepseek-v1-broken-0.9"].fix.commands == ("docker pull vllm/vllm-openai:v0.9.2",)
+
+
+def test_log_exception_is_an_error_that_merges_with_the_crash_finding() -> None:
+    facts = _facts(cmd=MTP_CMD, logs=[str(CRASH_LOG)])  # the version comes from the log's banner
+    mine = [f for f in _run(facts) if f.data["bug"] == "mtp-deepseek-v1-broken-0.9"]
+    assert len(mine) == 1 and mine[0].id == "releasebugs.symptom.match" and mine[0].severity is Severity.ERROR
+    assert mine[0].confidence >= 0.7
+    crashed = [Finding(**{**f.__dict__, "check_id": "logs.crash"}) for f in crash.crash.fn(facts)]
+    assert crashed
+    merged = merge_findings([*crashed, *mine])
+    assert len(merged) == 1
+    assert {m["check"] for m in merged[0].data.get("merged", [])} | {merged[0].check_id} == {"logs.crash",
+                                                                                          "releasebugs.symptom"}
+
+
+def test_stated_zero_acceptance_matches_an_acceptance_bug() -> None:
+    facts = _facts(cmd=GPT_OSS_CMD, vllm_version="0.10.2",
+                   observed=Observed(acceptance_rate=0.0, text={"--acceptance": "0%"}))
+    f = _bugs(_run(facts))["gpt-oss-eagle3-wrong-attention-group"]
+    assert f.id == "releasebugs.symptom.match" and f.severity is Severity.WARNING
+
+
+def test_measured_slowdown_matches_a_slowdown_bug() -> None:
+    facts = _facts(cmd=FULL_CMD, vllm_version="0.17.0",
+                   observed=Observed(throughput=(40.0, 80.0), text={"--throughput": "40,80"}))
+    f = _bugs(_run(facts))["full-cudagraph-spec-falls-back-eager"]
+    assert f.id == "releasebugs.symptom.match" and f.severity is Severity.WARNING
+
+
+def test_healthy_acceptance_silences_the_notes() -> None:
+    facts = _facts(cmd=GPT_OSS_CMD, vllm_version="0.10.2",
+                   observed=Observed(acceptance_length=3.2, k=3, text={"--acceptance": "3.2"}))
+    assert _run(facts) == []
+
+
+def test_partial_version_overlap_lowers_confidence_and_says_so() -> None:
+    facts = _facts(cmd=MTP_CMD, vllm_version="0.9.1")
+    whole = _bugs(_run(facts))["mtp-deepseek-v1-broken-0.9"]
+    facts["vllm.version"] = InferredVersion(Version("0.10.0"), "inferred", Version("0.9.1"), Version("0.10.0"),
+                                            False, 0.6)
+    part = _bugs(_run(facts))["mtp-deepseek-v1-broken-0.9"]
+    assert part.confidence < whole.confidence
+    assert any("only part" in e.detail for e in part.evidence)
+    facts["vllm.version"] = InferredVersion(Version("0.11.0"), "inferred", Version("0.10.0"), Version("0.11.0"),
+                                            False, 0.6)
+    assert "mtp-deepseek-v1-broken-0.9" not in _bugs(_run(facts))
+
+
+def test_nothing_without_speculation() -> None:
+    assert _run(_facts(cmd="vllm serve deepseek-ai/DeepSeek-R1 -tp 8", vllm_version="0.9.1")) == []
+
+
+@pytest.mark.parametrize("case", sorted(p.name for p in (ROOT / "fixtures" / "vllm-gpu").iterdir()
+                                        if (p / "log.txt").is_file() and (p / "cmd.txt").is_file()))
+def test_bundled_healthy_runs_get_nothing(case: str) -> None:
+    d = ROOT / "fixtures" / "vllm-gpu" / case
+    facts = _facts(cmd=(d / "cmd.txt").read_text(), logs=[str(d / "log.txt")])
+    assert _run(facts) == []  # healthy acceptance in the log: not even a note
