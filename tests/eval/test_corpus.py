@@ -6,11 +6,15 @@ the first category reported, is it in the top three, is any `must_not` category 
 control carry an error. Run it to print both figures:
 
     .venv/bin/python -m pytest -q -s tests/eval/test_corpus.py
+
+It prints the dev split's rows and both splits' figures; the test split's rows only with
+SPEC_DOCTOR_SHOW_TEST_ROWS=1, so whoever runs the suite while developing rules does not see them.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import os
 import re
 from dataclasses import dataclass
 
@@ -20,8 +24,9 @@ from conftest import CASES
 from evaluation import Scored, case_args, case_dirs, ranked_categories, run_report, split_of, table
 
 # Floors under the measured figures (see the README table), so a regression fails; they are not the targets.
-# Measured 2026-12-01: dev 48 % / 59 %, test 22 % / 30 % (the targets are 80 % / 95 % on test).
-FLOORS = {"dev": {"first": 0.45, "top3": 0.55}, "test": {"first": 0.20, "top3": 0.27}}
+# Measured 2026-12-02 on 122 cases: dev 78 % / 80 % (59 cases), test 25 % / 32 % (63 cases); the targets are
+# 80 % / 95 % on test.
+FLOORS = {"dev": {"first": 0.74, "top3": 0.76}, "test": {"first": 0.22, "top3": 0.28}}
 _ERROR_LINE = re.compile(r"^(?:\(\w+ pid=\d+\)\s*)?ERROR[ \d:-]|\bERROR \d\d-\d\d |^Traceback \(most recent call last\)",
                          re.M)
 
@@ -70,7 +75,8 @@ def test_corpus_accuracy_per_split(runs, capsys):
         for split in ("dev", "test"):
             rows = [r for r in runs if r.split == split]
             f = _figures(rows)
-            print(f"\n{split} split:\n" + table([r.scored for r in rows]))
+            if split == "dev" or os.environ.get("SPEC_DOCTOR_SHOW_TEST_ROWS") == "1":
+                print(f"\n{split} split:\n" + table([r.scored for r in rows]))
             print(f"{split}: {f['n']} cases; primary first {f['first']:.0%}, in top 3 {f['top3']:.0%}; "
                   f"must_not reported in {f['violations']}; healthy controls with an error: {f['healthy_with_error']}")
     for split in ("dev", "test"):

@@ -133,7 +133,23 @@ class LogTail:
         lf.ev.close()
         lf.flush_offline()
         lf.fold_engineless()
+        self._quote_short(lf)
         return lf
+
+    def _quote_short(self, lf: Any) -> None:
+        """A short file's plain lines are read too, as parse_log reads them (summary.quoted_lines): the complete
+        lines so far, while the whole file is still within the excerpt size."""
+        from spec_doctor.parsers.logparse.summary import QUOTED_MAX_BYTES, quoted_lines
+
+        done = self._pos - len(self._carry)
+        if done <= 0 or self._pos > QUOTED_MAX_BYTES:
+            return
+        try:
+            with open(self.path, "rb") as f:
+                text = f.read(done).decode("utf-8", errors="replace")
+        except OSError:
+            return
+        lf.quoted = quoted_lines(text)
 
     def feed_bytes(self, block: bytes) -> int:
         """Feed raw bytes (any split); complete lines go through the parser's own line selection."""
