@@ -195,6 +195,7 @@ def known_errors(facts: Mapping[str, Any]) -> list[Finding]:
                  "logs.acceptance.falling": "acceptance falls as load rises or over time",
                  "logs.acceptance.tail-zero": "per-position acceptance drops to exactly 0 after a well-accepted position",
                  "logs.acceptance.k-too-large": "the last draft positions are almost never accepted"},
+       affirms=["logs.acceptance.healthy"],
        sources=[SIGNALS, "https://github.com/vllm-project/vllm/blob/v0.9.2/vllm/spec_decode/metrics.py",
                 "knowledge/data/acceptance.toml"])
 def acceptance(facts: Mapping[str, Any]) -> list[Finding]:

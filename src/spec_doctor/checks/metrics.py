@@ -324,7 +324,7 @@ def spec_active(facts: Mapping[str, Any]) -> list[Finding]:
            "metrics.acceptance.zero": "not one draft token was accepted: the draft is broken or mismatched (a "
                                       "trained head: a broken draft path)",
            "metrics.acceptance.ok": "speculation runs and accepts enough tokens per step",
-       }, sources=[_SPEC_METRICS, "https://arxiv.org/abs/2211.17192",
+       }, affirms=["metrics.acceptance.ok"], sources=[_SPEC_METRICS, "https://arxiv.org/abs/2211.17192",
                    "https://github.com/vllm-project/vllm/pull/9298", "knowledge/data/acceptance.toml"])
 def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
     """Acceptance rate and mean acceptance length from the spec-decode counters.

@@ -255,6 +255,7 @@ def _low(ctx: Mapping[str, Any], ev: list[Evidence], conf: float, sev: Severity,
                  "observed.speed.small-target": "measured: slower on a target too small for speculation to pay",
                  "observed.speed.even": "measured: speculation breaks even (within run-to-run noise)",
                  "observed.speed.paying": "measured: speculation pays off", **_ACCEPTANCE_FINDINGS},
+       affirms=["observed.speed.paying"],
        sources=_SOURCES)
 def speed(facts: Mapping[str, Any]) -> list[Finding]:
     """The measured speedup of speculation (--throughput WITH:WITHOUT or RATIOx, --latency WITH:WITHOUT), diagnosed
@@ -366,6 +367,7 @@ def speed(facts: Mapping[str, Any]) -> list[Finding]:
        needs=["observed.figures"], wants=["config.deployment"],
        findings={**_ACCEPTANCE_FINDINGS,
                  "observed.acceptance.ok": "acceptance within what the method normally reaches"},
+       affirms=["observed.acceptance.ok"],
        sources=_SOURCES)
 def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
     """A stated acceptance (--acceptance 87% | 0.87 | AL=2.3) with no measured speed: judged against what the method

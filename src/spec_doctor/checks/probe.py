@@ -122,6 +122,7 @@ def _off_cmd(dep: Any) -> str:
                                                 "speculation stops paying",
            "probe.acceptance.ok": "speculation pays here: acceptance, best K and expected speedup",
        },
+       affirms=["probe.acceptance.ok"],
        sources=[_ACCEPT_MD, _SAMPLER, _PR16899, _BLOG])
 def probe_acceptance(facts: Mapping[str, Any]) -> list[Finding]:
     """Is speculation worth it here? The acceptance probe's verdict.

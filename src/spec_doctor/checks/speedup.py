@@ -44,6 +44,7 @@ def _evidence(est: Mapping[str, Any]) -> list[Evidence]:
                  "speedup.verdict.compute-bound": "at this batch verification is compute-bound: speculation costs",
                  "speedup.verdict.even": "speculation roughly breaks even",
                  "speedup.verdict.paying": "speculation pays off (estimated gain)"},
+       affirms=["speedup.verdict.paying"],
        sources=["https://github.com/vllm-project/vllm/blob/v0.26.0/vllm/v1/metrics/stats.py",
                 "https://github.com/vllm-project/vllm/blob/v0.26.0/vllm/config/vllm.py",
                 "https://arxiv.org/abs/2211.17192"])
@@ -189,6 +190,7 @@ def _conditions(facts: Mapping[str, Any], dep: Any) -> tuple[set[str], list[Evid
        findings={"speedup.method-cost.likely": "the method, engine generation and target make speculation likely "
                                                "to cost more per step than it saves (no measurement here)",
                  "speedup.method-cost.paid": "the log's tokens per step pay the known per-step cost"},
+       affirms=["speedup.method-cost.paid"],
        sources=["knowledge/data/overhead.toml", "https://github.com/vllm-project/vllm/issues/4630"])
 def method_cost(facts: Mapping[str, Any]) -> list[Finding]:
     """What the deployment tells about speculation's per-step cost before any metric.

@@ -92,6 +92,9 @@ class Finding:
     impact_score: float = 0.5
     check_id: str = ""
     data: dict[str, Any] = field(default_factory=dict)
+    # Set by the runner from the check's declaration (registry.Check.affirms): a healthy note that affirms
+    # speculation itself works, the only kind that can make a verdict healthy.
+    affirms: bool = False
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.confidence <= 1.0:

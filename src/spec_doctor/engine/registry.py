@@ -46,6 +46,12 @@ class Check:
     sources: tuple[str, ...] = ()
     # Stable finding ids this check can emit -> one-line meaning (for `spec-doctor explain`).
     findings: tuple[tuple[str, str], ...] = ()
+    # The healthy finding ids of this check that affirm speculation itself works (an acceptance in the method's
+    # normal range, tokens per step measured, a measured or estimated gain, a live probe): only these can make a
+    # verdict healthy (engine/ranking.py). A healthy note about something else -- the draft fits in memory, a
+    # valid config, a clean environment -- is a caveat-free "checked and fine", never evidence that speculation
+    # pays.
+    affirms: tuple[str, ...] = ()
     plugin: str = ""
 
     def applies_to(self, version: Any) -> bool:
@@ -66,14 +72,18 @@ class Check:
             "doc": self.doc,
             "sources": list(self.sources),
             "findings": dict(self.findings),
+            "affirms": list(self.affirms),
         }
 
 
 def check(id: str, *, categories: Iterable[str | Category], needs: Iterable[str] = (),
           wants: Iterable[str] = (), versions: str | None = None, title: str | None = None,
           timeout_s: float | None = None, sources: Iterable[str] = (),
-          findings: dict[str, str] | None = None) -> Callable[[CheckFn], Check]:
-    """Declare a check. The function's docstring is its documentation (`spec-doctor explain ID`)."""
+          findings: dict[str, str] | None = None, affirms: Iterable[str] = ()) -> Callable[[CheckFn], Check]:
+    """Declare a check. The function's docstring is its documentation (`spec-doctor explain ID`).
+
+    ``affirms``: the ids of its healthy findings that affirm speculation itself works (``Check.affirms``); each
+    must be a declared finding of a check that can report ``healthy``."""
     if not _ID_RE.match(id):
         raise ValueError(f"invalid check id {id!r}: use lower-case letters, digits, '.', '-', '_'")
     try:
@@ -81,13 +91,19 @@ def check(id: str, *, categories: Iterable[str | Category], needs: Iterable[str]
     except InvalidSpecifier as exc:
         raise ValueError(f"check {id}: invalid version range {versions!r}") from exc
     cats = tuple(Category(c) for c in categories)
+    affirms = tuple(affirms)
+    if affirms and Category.HEALTHY not in cats:
+        raise ValueError(f"check {id}: affirms {list(affirms)} but cannot report 'healthy'")
+    undeclared = [a for a in affirms if a not in (findings or {})]
+    if undeclared:
+        raise ValueError(f"check {id}: affirms undeclared finding id(s) {undeclared} (declare them in findings=)")
 
     def wrap(fn: CheckFn) -> Check:
         doc = (fn.__doc__ or "").strip()
         first = doc.splitlines()[0] if doc else id
         return Check(id=id, fn=fn, title=title or first, categories=cats, needs=tuple(needs),
                      wants=tuple(wants), versions=spec, timeout_s=timeout_s, doc=doc,
-                     sources=tuple(sources), findings=tuple((findings or {}).items()))
+                     sources=tuple(sources), findings=tuple((findings or {}).items()), affirms=affirms)
 
     return wrap
 

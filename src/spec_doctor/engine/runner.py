@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from spec_doctor.engine.facts import FactStore, FactUnavailable, InputError
-from spec_doctor.engine.model import CheckResult, CheckStatus, Finding, Severity
+from spec_doctor.engine.model import Category, CheckResult, CheckStatus, Finding, Severity
 from spec_doctor.engine.registry import Check
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -59,7 +59,7 @@ def _run_one(c: Check, store: FactStore, version: Any) -> CheckResult:
     for f in findings:
         if not isinstance(f, Finding):
             return done(CheckStatus.ERROR, f"check returned {type(f).__name__}, not a Finding")
-        out.append(replace(f, check_id=c.id))
+        out.append(replace(f, check_id=c.id, affirms=f.category is Category.HEALTHY and f.id in c.affirms))
     worst = [f for f in out if f.severity in (Severity.ERROR, Severity.WARNING)]
     return done(CheckStatus.FINDINGS if worst else CheckStatus.PASS, None, out)
 

@@ -38,13 +38,24 @@ NOT_ASSESSED = ("speculation not assessed: give a vLLM log (--log), its /metrics
                 "server (--server)")
 
 
+NOT_JUDGED = ("speculation itself not judged: no finding shows its draft acceptance (tokens per step, acceptance "
+              "rate) or its speed; give a vLLM log with its SpecDecoding metrics lines (--log), /metrics after "
+              "traffic (--metrics-url), measured figures (--throughput WITH:WITHOUT, --acceptance) or a probe "
+              "(--probe)")
+
+
 def assessment(diag: Diagnosis) -> dict[str, Any]:
-    """What the verdict rests on: each input and what it yielded, and one line when speculation was not
-    assessed."""
-    out: dict[str, Any] = {"speculation_assessed": diag.speculation_assessed, "inputs": diag.input_status}
+    """What the verdict rests on: each input and what it yielded, the healthy notes that affirm speculation
+    works (``affirmed_by``, engine/ranking.affirmed), and one line when speculation was not assessed -- or was,
+    but nothing affirmed it and no problem decided the verdict (``unknown``: memory, config or environment notes
+    alone)."""
+    out: dict[str, Any] = {"speculation_assessed": diag.speculation_assessed, "inputs": diag.input_status,
+                           "affirmed_by": [f.id for f in diag.findings if f.category.value == "healthy" and f.affirms]}
     if not diag.speculation_assessed:
         env_ok = any(f.category.value == "healthy" and f.check_id.startswith("env.") for f in diag.findings)
         out["message"] = ("environment OK; " if env_ok else "") + NOT_ASSESSED
+    elif diag.verdict == "unknown" and not out["affirmed_by"]:
+        out["message"] = NOT_JUDGED
     return out
 
 

@@ -114,6 +114,7 @@ def _combine(members: list[Finding]) -> Finding:
     return replace(lead, severity=severity, confidence=max(m.confidence for m in decisive),
                    impact_score=max(m.impact_score for m in decisive), evidence=tuple(evidence), fix=fix,
                    impact=lead.impact or next((m.impact for m in members if m.impact), None),
+                   affirms=any(m.affirms for m in members),
                    data={**lead.data, "seen_in": labels, "merged": merged})
 
 

@@ -49,6 +49,8 @@ def render(report: dict[str, Any], **_: Any) -> str:
         lines += [_escape_data(server_line(row)) for row in servers]
         lines.append("::endgroup::")
     counts = report["summary"]["findings"]
+    message = (report.get("assessment") or {}).get("message")
     lines.append(f"::notice title=spec-doctor::verdict {report['verdict']}: "
-                 f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info")
+                 f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info"
+                 + (_escape_data(f"\n{message}") if message else ""))
     return "\n".join(lines) + "\n"

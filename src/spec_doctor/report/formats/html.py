@@ -152,6 +152,9 @@ def render(report: dict[str, Any], **_: Any) -> str:
              f"<h1>spec-doctor report <span class='verdict {e(report['verdict'])}'>{e(report['verdict'])}</span></h1>",
              f"<p class='meta'>{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info · "
              f"spec-doctor {e(report['tool']['version'])} · {e(report['generated_at'])}</p>"]
+    message = (report.get("assessment") or {}).get("message")
+    if message:
+        parts.append(f"<p class='assessment'><strong>Not assessed:</strong> {e(message)}</p>")
     env = report.get("environment") or {}
     if env:
         parts.append("<table>" + "".join(f"<tr><th>{e(str(k))}</th><td>{e(str(v))}</td></tr>"
