@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 import threading
 import time
 
@@ -149,7 +150,8 @@ def test_verdict_and_exit_codes():
     ran = run_checks([_wants], _store()).results
     assert verdict([err, warn], ran) == "broken"
     assert verdict([warn], ran) == "degraded"
-    assert verdict([healthy, info], ran) == "healthy"
+    assert verdict([healthy, info], ran) == "unknown"  # a healthy note that affirms nothing about speculation
+    assert verdict([replace(healthy, affirms=True), info], ran) == "healthy"
     assert verdict([], []) == "unknown"
     assert exit_code([warn], "error") == 0
     assert exit_code([warn], "warning") == 1

@@ -3,6 +3,8 @@ came out HEALTHY with "whether it pays off cannot be told" ranked as the first d
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from spec_doctor.engine.facts import FactStore
@@ -16,7 +18,9 @@ from spec_doctor.report.build import report_dict
 
 
 def _f(fid: str, category: str, severity: str = "info", confidence: float = 0.8) -> Finding:
-    return Finding(id=fid, category=category, severity=severity, confidence=confidence, title=fid)
+    # a healthy note from logs.* / h.demo stands for one that affirms speculation (registry.Check.affirms)
+    affirms = category == "healthy" and not fid.startswith("env.")
+    return Finding(id=fid, category=category, severity=severity, confidence=confidence, title=fid, affirms=affirms)
 
 
 def test_info_caveats_follow_the_healthy_notes_that_carry_the_verdict():
@@ -40,9 +44,11 @@ def test_an_environment_note_alone_does_not_lead():
     assert rank(findings)[0].id == "speedup.inputs.missing"
 
 
-@check("h.demo", categories=["healthy", "measurement"], needs=["demo"])
+@check("h.demo", categories=["healthy", "measurement"], needs=["demo"],
+       findings={"h.demo.ok": "speculation accepts", "h.demo.caveat": "a caveat"}, affirms=["h.demo.ok"])
 def _demo(facts):
-    return [_f("h.demo.caveat", "measurement"), _f("h.demo.ok", "healthy")]
+    # the runner sets affirms from the declaration, whatever the check says
+    return [_f("h.demo.caveat", "measurement"), replace(_f("h.demo.ok", "healthy"), affirms=False)]
 
 
 LOG_ROW = {"input": "--log x.log", "kind": "log", "ok": True, "speculation": True, "reason": None}
