@@ -50,3 +50,34 @@ def test_ridge_point_is_flops_over_bandwidth():
     assert verification_bound(128, 4, h100)[0] is True
     # a MoE streams far more bytes than its active parameters compute with: the same batch stays memory-bound
     assert verification_bound(128, 4, h100, bytes_per_active_param=2 * 80 / 3)[0] is False
+
+
+def test_a_stated_acceptance_is_judged_by_the_published_table():
+    from spec_doctor.knowledge import acceptance as acc
+    from spec_doctor.knowledge.observed import alpha_floor
+
+    # the weakest published working run of the method (knowledge/data/acceptance.toml), not a flat floor
+    for method in ("eagle3", "mtp", "dflash"):
+        assert alpha_floor(method) == acc.expected_acceptance(method, 1).floor_alpha
+    assert alpha_floor("mtp") < threshold("observed_alpha_floor_head") < alpha_floor("dflash")
+    # so a rate of 52 % is MTP's normal range at any K, and 58 % is not DFlash's
+    assert judge_acceptance(0.52, None, None, "mtp").status == "good"
+    assert judge_acceptance(0.58, None, None, "dflash").status != "good"
+    # the flat floors stand in only where the table has no floor: too few runs (EAGLE-1, draft models)
+    assert acc.expected_acceptance("eagle", 3).floor_alpha is None
+    assert alpha_floor("eagle") == threshold("observed_alpha_floor_head")
+    assert alpha_floor("draft_model") == threshold("observed_alpha_floor_draft_model")
+    assert alpha_floor("ngram") is None and alpha_floor("suffix") is None
+
+
+@pytest.mark.parametrize("method,k", [("eagle3", 3), ("mtp", 2), ("dflash", 8)])
+def test_with_k_a_stated_length_gets_the_verdict_a_log_would(method, k):
+    from spec_doctor.knowledge import acceptance as acc
+
+    floor = acc.expected_acceptance(method, k).floor_length
+    for length in (floor - 0.6, floor - 0.05, floor + 0.3):
+        stated = judge_acceptance(None, length, k, method)
+        logged = acc.judge_acceptance(method, k, length)  # a log line with no draft count
+        assert (stated.status == "low") == (logged.below or length < stated.breakeven_length), length
+        if length >= stated.breakeven_length:  # (under break-even the step's cost is the reason given)
+            assert "acceptance.toml" in stated.why

@@ -8,6 +8,9 @@ acceptance is what the speculation method normally reaches.
   the i.i.d. model (knowledge/acceptance.py) rate = (AL - 1) / K, and the per-token acceptance alpha follows from AL
   and K. The rate is never above alpha, so a rate at or above a method's floor is good whatever K was; a rate under
   it is low only if it stays under it at the largest K users usually run (``observed_usual_max_k``).
+* A method's floor and normal range are the published runs of knowledge/data/acceptance.toml (``alpha_floor``;
+  with K known, knowledge/acceptance.judge_acceptance at that K): one table judges stated figures, logs, /metrics
+  and the probe alike; flat thresholds stand in only where the table has no floor for the method.
 * Verification turns compute-bound when the tokens verified per step, concurrency x (K + 1), pass the GPU's ridge
   point: weights of 2 bytes a parameter cost 2 FLOPs a parameter per token, so the ridge is
   (tensor FLOP/s x eff_tensor) / (HBM bytes/s x eff_bw) tokens (knowledge/speedup.py's roofline).
@@ -17,7 +20,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from spec_doctor.knowledge.acceptance import alpha_from_acceptance_length, cost_ratios, optimal_k, speedup_alpha
+from spec_doctor.knowledge.acceptance import (
+    alpha_from_acceptance_length,
+    cost_ratios,
+    expectation_text,
+    expected_acceptance,
+    optimal_k,
+    speedup_alpha,
+    step_draft_cost,
+)
+from spec_doctor.knowledge.acceptance import judge_acceptance as table_judgement
 from spec_doctor.knowledge.data import load, threshold, thresholds
 from spec_doctor.knowledge.models import DRAFT_MODEL, HEAD, MODEL_FREE, method_family
 from spec_doctor.knowledge.speedup import GpuSpec, efficiency
@@ -30,9 +42,20 @@ def speed_verdict(speedup: float) -> str:
 
 
 def alpha_floor(method: str | None) -> float | None:
-    """The per-token acceptance below which a method's drafter is doing worse than it normally does (None: a
-    lookup drafter, whose acceptance depends on the workload's repetition alone, or an unknown method)."""
+    """The per-token acceptance below which a method's drafter is doing worse than it normally does: the weakest
+    published working run of the method in knowledge/data/acceptance.toml (``expected_acceptance``), the table that
+    also judges logs, /metrics and the probe. Only where that table has no floor for a drafter -- too few published
+    runs (EAGLE-1, separate draft models) or a method it does not list -- the flat floors of thresholds.toml
+    (``observed_alpha_floor_head``, ``observed_alpha_floor_draft_model``) stand in. None for a look-up drafter,
+    whose acceptance depends on the workload's repetition alone, and for an unknown method family."""
     family = method_family(method)
+    if family == MODEL_FREE:
+        return None
+    expected = expected_acceptance(method, 1)
+    if expected is not None and expected.workload_bound:
+        return None
+    if expected is not None and expected.floor_alpha is not None:
+        return expected.floor_alpha
     if family == HEAD:
         return threshold("observed_alpha_floor_head")
     if family == DRAFT_MODEL or (method is None):
@@ -75,13 +98,23 @@ def _judge(rate: float | None, length: float | None, k: int | None, method: str 
         al = length if length is not None else 1.0 + float(rate or 0.0) * k
         al = min(max(al, 1.0), k + 1.0)
         alpha = alpha_from_acceptance_length(al, k)
-        breakeven = 1.0 + k * c_typ
+        breakeven = 1.0 + step_draft_cost(method, k)[1]
         shown = f"{al:.2f} tokens/step at K={k} (per-token acceptance {alpha:.2f})"
         if al < breakeven:
             return AcceptanceJudgement("low", f"{shown}: below the {breakeven:.2f} tokens/step a step of K={k} "
                                               f"needs at a typical draft cost (c={c_typ:g})", alpha, breakeven)
+        # The method's published range at this K (the table logs and /metrics are judged by), no sample size
+        # behind a stated figure: the noise band of `min_drafts_for_floor` drafts.
+        table = table_judgement(method, k, al)
+        if table.expectation is not None and table.expectation.floor_length is not None:
+            why = expectation_text(table)
+            if table.below:
+                return AcceptanceJudgement("low", f"{shown}: below what {name} normally reaches; {why}", alpha,
+                                           breakeven)
+            return AcceptanceJudgement("good", f"{shown}: within what {name} normally reaches; {why}", alpha,
+                                       breakeven)
         if floor is not None and alpha < floor:
-            return AcceptanceJudgement("low", f"{shown}: below the {floor:.2f} {name} normally reaches",
+            return AcceptanceJudgement("low", f"{shown}: below the {floor:.2f} per token {name} normally reaches",
                                        alpha, breakeven)
         return AcceptanceJudgement("good", f"{shown}: within what {name} normally reaches", alpha, breakeven)
     if family == MODEL_FREE or floor is None:
