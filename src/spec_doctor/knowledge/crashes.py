@@ -1,4 +1,5 @@
-"""What a traceback means, from where in vLLM it was raised (data/crash_sites.toml), and the known drafter bugs a\nrun's symptoms point to (data/known_bugs.toml)."""
+"""What a traceback means, from where in vLLM it was raised (data/crash_sites.toml). Which known bug a traceback is
+(data/release_bugs.toml) is knowledge/release_bugs.py's `crash_bug`."""
 
 from __future__ import annotations
 
