@@ -1,4 +1,5 @@
-"""knowledge/data/release_bugs.toml: every row sourced, with a valid release range; the matcher's yes and no."""
+"""knowledge/data/release_bugs.toml, the one table of known vLLM bugs: every row sourced, with a valid release range;
+the matcher's yes and no, by deployment (the release-bug checks) and by symptom (the crash and acceptance checks)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from packaging.version import Version
 
 from spec_doctor.engine.model import Category
 from spec_doctor.knowledge import release_bugs as kb
+from spec_doctor.knowledge.eras import ReleaseRange
 
 SOURCE = re.compile(r"^https://(github\.com/vllm-project/vllm/(pull|issues|releases|security|blob/v[\w.]+)/|"
                     r"osv\.dev/vulnerability/)")
@@ -26,12 +28,20 @@ def test_rows_are_sourced_and_ranged() -> None:
     for b in rows:
         assert SOURCE.match(b.source), b.id
         assert all(a.startswith("https://") for a in b.also), b.id
-        assert str(b.fixed_in) in releases, b.id
-        assert b.affected_from is None or (str(b.affected_from) in releases and b.affected_from < b.fixed_in), b.id
+        assert b.fixed_in is None or str(b.fixed_in) in releases, b.id
+        assert b.affected_from is None or str(b.affected_from) in releases, b.id
+        assert b.affected_from is None or b.fixed_in is None or b.affected_from < b.fixed_in, b.id
         assert b.fixed_basis in kb.BASES and b.symptom in kb.SYMPTOMS, b.id
         assert b.category in kb.CATEGORIES and Category(b.category), b.id
         assert set(b.when) <= set(kb.CONDITIONS), b.id
         assert b.methods and b.title and b.fix, b.id
+        assert b.fixed_in is not None or b.fixed_note, b.id  # an open bug says what the sources state of the fix
+        if b.by_symptom:  # said whole in the finding of the check that sees the symptom
+            assert b.meaning and b.commands, b.id
+            assert b.symptom in ("crash", "tail-zero", "zero-acceptance"), b.id  # the symptoms those checks see
+            assert b.symptom != "crash" or b.texts or b.exceptions, b.id
+        else:  # the release-bug checks say "upgrade to fixed_in"
+            assert b.fixed_in is not None and not b.commands, b.id
 
 
 def test_pr_date_rows_follow_the_release_rule() -> None:
@@ -135,6 +145,52 @@ def test_exception_matching() -> None:
     assert not kb.exception_matches(top0, "IndexError", "list index out of range", ["vllm/v1/engine/core.py"])
     assert kb.exception_matches(top0, "IndexError", "list index out of range",
                                 ["vllm/v1/sample/rejection_sampler.py"]) == "exact"
+
+
+def ids(rows) -> list[tuple[str, bool]]:
+    return [(b.id, sure) for b, sure in rows]
+
+
+def test_release_checks_leave_symptom_rows_to_the_symptom_checks() -> None:
+    named = {b.id for b in kb.bugs() if b.by_symptom}
+    assert named and not named & {b.id for b in kb.for_release()}
+    assert len(kb.for_release()) + len(named) == len(kb.bugs())
+
+
+def test_symptom_bug_by_method_release_and_symptom() -> None:
+    assert ids(kb.symptom_bugs("tail-zero", "dflash")) == [("dflash-swa-as-full-attention", False)]  # release unknown
+    assert ids(kb.symptom_bugs("tail-zero", "dflash", Version("0.27.1"))) == [("dflash-swa-as-full-attention", True)]
+    assert kb.symptom_bugs("tail-zero", "dflash", Version("0.19.0")) == []  # before DFlash had the bug
+    assert kb.symptom_bugs("tail-zero", "eagle3") == []  # another method
+    assert kb.symptom_bugs("zero-acceptance", "dflash") == []  # another symptom
+
+
+def test_symptom_bug_against_an_inferred_release_range() -> None:
+    inside = ReleaseRange(Version("0.21.0"), Version("0.24.0"), False, 0.8)
+    overlap = ReleaseRange(Version("0.15.0"), Version("0.22.0"), False, 0.8)
+    before = ReleaseRange(Version("0.10.0"), Version("0.18.0"), False, 0.8)
+    assert ids(kb.symptom_bugs("tail-zero", "dflash", None, inside)) == [("dflash-swa-as-full-attention", True)]
+    assert ids(kb.symptom_bugs("tail-zero", "dflash", None, overlap)) == [("dflash-swa-as-full-attention", False)]
+    assert kb.symptom_bugs("tail-zero", "dflash", None, before) == []
+
+
+def test_crash_bug_by_exception_frames_method_and_release() -> None:
+    msg, spec = "'num_seq_groups'", ["vllm/worker/worker_base.py", "vllm/spec_decode/spec_decode_worker.py"]
+    got = kb.crash_bug("KeyError", msg, spec, None)
+    assert got is not None and got[0].id == "v0-draft-tp-chunked-prefill-keyerror" and got[1] is False
+    assert kb.crash_bug("KeyError", msg, spec, "draft_model", Version("0.6.3")) == (got[0], True)
+    assert kb.crash_bug("KeyError", msg, spec, None, Version("0.6.5")) is None  # the fixed release
+    assert kb.crash_bug("KeyError", msg, spec, "eagle3") is None  # a method the V0 bug did not have
+    assert kb.crash_bug("KeyError", msg, ["vllm/worker/model_runner.py"], None) is None  # outside spec-decode code
+    assert kb.crash_bug("IndexError", msg, spec, None) is None
+    pp = kb.crash_bug("AttributeError", "'GPUModelRunner' object has no attribute 'drafter'", [], "eagle3")
+    assert pp is not None and pp[0].id == "v1-pp-drafter-attribute" and pp[0].versions_label() == ">=0.16.0,<0.33.0"
+
+
+def test_generic_meaning_of_a_dead_drafter() -> None:
+    row = kb.generic_bug("dead-drafter")
+    assert row["meaning"] and row["fix"] and row["source"]
+    assert kb.generic_bug("no-such-symptom") == {}
 
 
 @pytest.mark.parametrize("name", kb.CONDITIONS)

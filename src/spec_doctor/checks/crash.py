@@ -16,7 +16,8 @@ from typing import Any
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity, clip
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge.catalogue import release_key, releases
-from spec_doctor.knowledge.crashes import classify, crash_bug
+from spec_doctor.knowledge.crashes import classify
+from spec_doctor.knowledge.release_bugs import crash_bug
 
 # Exceptions that report an earlier failure rather than cause one (the engine died because of something above).
 _CONSEQUENCES = ("EngineDeadError", "EngineGenerateError")
@@ -143,8 +144,8 @@ def crash(facts: Mapping[str, Any]) -> list[Finding]:
                           facts.get("vllm.version_range"))
         if known is not None:
             kb, sure = known
-            ev.append(Evidence(kb.source, f"a known bug{'' if sure else ' (if your release is in ' + kb.versions + ')'}: "
-                                          f"{kb.title}. {kb.meaning} Fixed: {kb.fixed_in}."))
+            ev.append(Evidence(kb.source, f"a known bug{'' if sure else ' (if your release is in ' + kb.versions_label() + ')'}: "
+                                          f"{kb.title}. {kb.meaning} Fixed: {kb.fixed_label()}."))
             fix_text, life = kb.fix, None
         if life:
             fix_text = f"{fix_text} {life}"

@@ -14,10 +14,10 @@ from typing import Any
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge import acceptance as acc
-from spec_doctor.knowledge.crashes import generic_bug, known_bugs
 from spec_doctor.knowledge.data import load, threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
 from spec_doctor.knowledge.models import HEAD, method_family
+from spec_doctor.knowledge.release_bugs import generic_bug, symptom_bugs
 from spec_doctor.knowledge.temperature import hot_sampling
 
 SIGNALS = "https://github.com/vllm-project/vllm/blob/v0.10.2/vllm/v1/spec_decode/metrics.py"
@@ -356,7 +356,7 @@ def _tail_zero(s, per, ev: Evidence, data: dict, method: str | None,
     """The zero tail of a per-position curve, judged by its chance given the curve's decay
     (knowledge/acceptance.zero_tail): below dead_tail_max_chance a working drafter cannot give it (an engine
     bug: returned as the decisive tail); below tail_cliff_known_bug_chance it names a known drafter bug of this
-    method and release that shows exactly this (data/known_bugs.toml, a warning); below tail_cliff_note_chance
+    method and release that shows exactly this (data/release_bugs.toml, a warning); below tail_cliff_note_chance
     it is a cliff worth a note. A smooth decay is a K that is too large, which the K rule judges."""
     zt = acc.zero_tail(per, s.pos_drafts)
     if zt is None:
@@ -375,7 +375,7 @@ def _tail_zero(s, per, ev: Evidence, data: dict, method: str | None,
                            f"{m} at {per[m - 1]:.3f}: an engine/drafter bug, not a weak draft", (ev, odds),
                            Fix(bug.get("fix", ""), tuple(bug.get("commands", ()))),
                            impact=bug.get("meaning"), impact_score=0.6, data=base)]
-    known = known_bugs("tail-zero", method, release[0], release[1]) \
+    known = symptom_bugs("tail-zero", method, release[0], release[1]) \
         if chance < threshold("tail_cliff_known_bug_chance") else []
     if not known and chance >= threshold("tail_cliff_note_chance"):
         return None, []
@@ -386,7 +386,7 @@ def _tail_zero(s, per, ev: Evidence, data: dict, method: str | None,
                               0.7 if sure else 0.6,
                               f"Per-position acceptance falls off a cliff to exactly 0.000 after position {m}: the "
                               f"known {method} bug '{kb.title}' ({where})",
-                              (ev, odds, Evidence(kb.source, f"{kb.meaning} Fixed: {kb.fixed_in}.")),
+                              (ev, odds, Evidence(kb.source, f"{kb.meaning} Fixed: {kb.fixed_label()}.")),
                               Fix(kb.fix, kb.commands), impact=kb.meaning, impact_score=0.6,
                               data={**base, "known_bug": kb.id, "release_affected": sure})]
     return None, [Finding("logs.acceptance.tail-cliff", Category.ENGINE_BUG, Severity.INFO, 0.4,
@@ -415,12 +415,12 @@ def _dead_drafter(s, per, ev: Evidence, data: dict, method: str | None, release:
     if chance >= threshold("dead_tail_max_chance"):
         return []
     generic = generic_bug("dead-drafter")
-    known = known_bugs("zero-acceptance", method, release[0], release[1])
+    known = symptom_bugs("zero-acceptance", method, release[0], release[1])
     ev2 = [ev, Evidence(s.lines_range(), f"0 of {s.drafted:.0f} drafted tokens accepted over ~{drafts:.0f} drafts: a "
                                          f"{method} head accepting even {floor:.0%} of first positions gives that "
                                          f"with a chance of {chance:.1e}")]
     if known:
-        ev2.append(Evidence(known[0][0].source, f"{known[0][0].title}: {known[0][0].meaning} Fixed: {known[0][0].fixed_in}."))
+        ev2.append(Evidence(known[0][0].source, f"{known[0][0].title}: {known[0][0].meaning} Fixed: {known[0][0].fixed_label()}."))
     note = f" (at temperature {hot[0]:g}, which lowers acceptance but not to exactly 0)" if hot else ""
     return [Finding("logs.acceptance.dead-drafter", Category.ENGINE_BUG, Severity.WARNING,
                     acc.chance_confidence(chance),

@@ -1,4 +1,5 @@
-"""Known speculative-decoding bugs of the user's vLLM release (knowledge/data/release_bugs.toml).
+"""Known speculative-decoding bugs of the user's vLLM release (knowledge/data/release_bugs.toml; its `by_symptom`
+rows are named by the checks that see their symptom instead: checks/crash.py, checks/logs.py).
 
 Two checks over one matcher: `releasebugs.symptom` reports a row whose symptom the inputs show (the log's
 exception class / message, zero acceptance in the log, /metrics or --acceptance, a slowdown measured with
@@ -18,7 +19,7 @@ from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity,
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge.crashes import classify
 from spec_doctor.knowledge.observed import judge_acceptance
-from spec_doctor.knowledge.release_bugs import ANY, Deployment, KnownBug, Match, bugs, exception_matches, match
+from spec_doctor.knowledge.release_bugs import ANY, Deployment, KnownBug, Match, exception_matches, for_release, match
 
 _SOURCES = ["https://github.com/vllm-project/vllm/releases", "https://pypi.org/simple/vllm/"]
 _WANTS = ["config.deployment", "logs.events", "logs.acceptance", "metrics.deltas", "observed.figures",
@@ -56,7 +57,7 @@ def _overlap(bug: KnownBug, ver: _Version) -> str | None:
     lo_ok, hi_ok = bug.affects(ver.low), bug.affects(ver.high)
     if lo_ok and hi_ok:
         return "all"
-    before_fix = ver.low < bug.fixed_in
+    before_fix = bug.fixed_in is None or ver.low < bug.fixed_in
     after_start = bug.affected_from is None or ver.high >= bug.affected_from
     return "part" if before_fix and after_start else None
 
@@ -199,7 +200,7 @@ def _candidates(facts: Mapping[str, Any]) -> tuple[_Version, Deployment, list[tu
         return None
     d = _deployment(facts)
     out = []
-    for bug in bugs():
+    for bug in for_release():
         cover = _overlap(bug, ver)
         if cover is None:
             continue

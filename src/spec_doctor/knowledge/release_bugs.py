@@ -1,4 +1,5 @@
-"""Known speculative-decoding bugs of vLLM releases (data/release_bugs.toml), and which of them a deployment can hit.
+"""Known speculative-decoding bugs of vLLM releases (data/release_bugs.toml, the one table of them), and which of them
+a deployment or a symptom seen in a run points to.
 
 Each row names the methods it needs, the conditions it needs (flags, parallelism, KV-cache dtype, target family),
 the symptom it shows (a crash with its exception class / message, zero or collapsing acceptance, a slowdown, wrong
@@ -10,9 +11,13 @@ how that release was determined (`fixed_basis`):
 - "catalogue": the fix added or changed a message, and knowledge/data/catalogue.json says which release first has it;
 - "pr-date": the fix PR's merge (or last dated activity) against the release dates in [releases] (the first
   main-line release published at least `branch_margin_days` after it; see `release_after`);
-- "issue-comment": a maintainer or reporter said in the issue thread which release fixed it.
+- "issue-comment": a maintainer or reporter said in the issue thread which release fixed it (or that the latest
+  release they tried still has it: then no `fixed_in`);
+- "release-source": the bug's code is in every release tag from `affected_from` to the one before `fixed_in`.
 
-`match(bug, deployment)` is pure: the check (checks/release_bugs.py) builds the `Deployment` from its facts.
+`match(bug, deployment)` is pure: the check (checks/release_bugs.py) builds the `Deployment` from its facts; it
+reports the rows that need a known release (`for_release`). Rows marked `by_symptom` are named by the check that
+sees their symptom (`symptom_bugs`, `crash_bug`: checks/logs.py, checks/crash.py), also when the release is unknown.
 """
 
 from __future__ import annotations
@@ -27,8 +32,8 @@ from packaging.version import InvalidVersion, Version
 
 from spec_doctor.knowledge.data import load
 
-SYMPTOMS = ("crash", "zero-acceptance", "low-acceptance", "slowdown", "wrong-output", "hang", "memory")
-BASES = ("advisory", "release-notes", "catalogue", "pr-date", "issue-comment")
+SYMPTOMS = ("crash", "zero-acceptance", "low-acceptance", "tail-zero", "slowdown", "wrong-output", "hang", "memory")
+BASES = ("advisory", "release-notes", "catalogue", "pr-date", "issue-comment", "release-source")
 CATEGORIES = ("engine-bug", "env-version", "config-unsupported-combo", "quantization", "cuda-graph")
 ANY = "any"
 # Method aliases vLLM accepts (config/speculative.py): every per-model MTP name is MTP; eagle-family heads.
@@ -57,7 +62,7 @@ class KnownBug:
     texts: tuple[re.Pattern[str], ...]
     sites: tuple[re.Pattern[str], ...]
     affected_from: Version | None
-    fixed_in: Version
+    fixed_in: Version | None  # None: no release the sources examined has the fix
     fixed_basis: str
     pr_date: str | None
     source: str
@@ -66,14 +71,26 @@ class KnownBug:
     category: str
     fix: str
     workaround: str
+    by_symptom: bool = False  # the symptom alone names it: reported by the check that sees the symptom
+    meaning: str = ""
+    commands: tuple[str, ...] = ()
+    fixed_note: str = ""  # what the sources say about the fix, where the release alone does not say it
 
     def affects(self, version: Version) -> bool:
         v = Version(version.base_version)
-        return v < self.fixed_in and (self.affected_from is None or v >= self.affected_from)
+        return (self.fixed_in is None or v < self.fixed_in) and (self.affected_from is None or v >= self.affected_from)
 
     def affected_label(self) -> str:
         lo = str(self.affected_from) if self.affected_from else "earlier releases"
-        return f"{lo} up to (not including) {self.fixed_in}"
+        return f"{lo} up to (not including) {self.fixed_in}" if self.fixed_in else f"{lo} on"
+
+    def fixed_label(self) -> str:
+        return self.fixed_note or (str(self.fixed_in) if self.fixed_in else "not in any release examined")
+
+    def versions_label(self) -> str:
+        """The affected releases as a PEP 440 range (">=0.16.0,<0.33.0")."""
+        parts = [f">={self.affected_from}"] if self.affected_from else []
+        return ",".join(parts + ([f"<{self.fixed_in}"] if self.fixed_in else [])) or "any release"
 
 
 @dataclass
@@ -116,11 +133,22 @@ def bugs() -> tuple[KnownBug, ...]:
             when=dict(r.get("when", {})), symptom=r["symptom"], exceptions=tuple(r.get("exceptions", ())),
             texts=tuple(re.compile(t, re.I) for t in r.get("texts", ())),
             sites=tuple(re.compile(t) for t in r.get("sites", ())), affected_from=_v(r.get("affected_from")),
-            fixed_in=Version(r["fixed_in"]), fixed_basis=r["fixed_basis"], pr_date=r.get("pr_date"),
+            fixed_in=_v(r.get("fixed_in")), fixed_basis=r["fixed_basis"], pr_date=r.get("pr_date"),
             source=r["source"], also=tuple(r.get("also", ())), message=r.get("message"), category=r["category"],
-            fix=r["fix"],
-            workaround=r.get("workaround", "")))
+            fix=r["fix"], workaround=r.get("workaround", ""), by_symptom=bool(r.get("by_symptom", False)),
+            meaning=r.get("meaning", ""), commands=tuple(r.get("commands", ())), fixed_note=r.get("fixed_note", "")))
     return tuple(out)
+
+
+def for_release() -> tuple[KnownBug, ...]:
+    """The rows the release-bug checks judge by the release and configuration (not `by_symptom`)."""
+    return tuple(b for b in bugs() if not b.by_symptom)
+
+
+def generic_bug(name: str) -> dict[str, Any]:
+    """What a symptom means when no row names it ([generic.NAME]: meaning, fix, commands, source)."""
+    row: dict[str, Any] = table().get("generic", {}).get(name, {})
+    return row
 
 
 def release_dates() -> dict[str, dt.date]:
@@ -336,3 +364,69 @@ def exception_matches(bug: KnownBug, exc_type: str | None, message: str | None,
 
 def text_matches(bug: KnownBug, line: str) -> bool:
     return any(p.search(line) for p in bug.texts)
+
+
+# -- rows named by their symptom -------------------------------------------------------------------------------
+def _release_of(version: Any) -> Version | None:
+    """The release of a collected vllm.version fact (a Sourced value) or a Version; None when it is unknown, only
+    inferred from the inputs' shape (then the range says what it can be), or not a release."""
+    if version is None or getattr(version, "inferred", False):
+        return None
+    value = getattr(version, "value", version)
+    try:
+        return Version(Version(str(value).lstrip("v")).base_version)
+    except InvalidVersion:
+        return None  # not a release spec-doctor can place: judged as unknown
+
+
+def _affected(bug: KnownBug, version: Version | None, release_range: Any) -> bool | None:
+    """True: the release (or every release of the inferred range) is affected; False: possibly (no release known,
+    or the range only overlaps the affected ones); None: the release or range is outside them."""
+    if bug.affected_from is None and bug.fixed_in is None:
+        return version is not None
+    if version is not None:
+        return True if bug.affects(version) else None
+    low, high = getattr(release_range, "low", None), getattr(release_range, "high", None)
+    if release_range is None or (low is None and high is None):
+        return False
+    # The releases the inputs could come from (vLLM's releases, knowledge/catalogue.py) against the bug's.
+    from spec_doctor.knowledge.catalogue import releases
+
+    candidates = [Version(r) for r in releases()
+                  if release_range.contains(Version(r))] if hasattr(release_range, "contains") else []
+    hit = [bug.affects(v) for v in candidates]
+    if hit and all(hit) and not getattr(release_range, "high_open", False):
+        return True
+    return False if any(hit) or not candidates else None
+
+
+def symptom_bugs(symptom: str, method: str | None, version: Any = None,
+                 release_range: Any = None) -> list[tuple[KnownBug, bool]]:
+    """The `by_symptom` rows that show this symptom for this method, each with whether the release is known to be
+    affected (`version`: a release or the collected vllm.version fact; `release_range`: the inferred one) -- True:
+    the version, or the whole inferred range, is affected; False: no release is known, or the range only overlaps.
+    A row whose releases exclude the known version or range is left out. For "crash" an unknown method does not
+    rule a row out (crash_bug matches the traceback)."""
+    release = _release_of(version)
+    m = normalize_method(method)
+    out = []
+    for bug in bugs():
+        if not bug.by_symptom or bug.symptom != symptom:
+            continue
+        unknown_crash_method = m is None and symptom == "crash"
+        if ANY not in bug.methods and not unknown_crash_method and m not in bug.methods:
+            continue
+        sure = _affected(bug, release, release_range)
+        if sure is not None:
+            out.append((bug, sure))
+    return out
+
+
+def crash_bug(exc_type: str | None, message: str | None, modules: list[str], method: str | None,
+              version: Any = None, release_range: Any = None) -> tuple[KnownBug, bool] | None:
+    """The `by_symptom` crash row this traceback is (its exception class, message and vLLM frames, the method and
+    the release), with whether the release is known to be affected; None when none matches."""
+    for bug, sure in symptom_bugs("crash", method, version, release_range):
+        if exception_matches(bug, exc_type, message, modules):
+            return bug, sure
+    return None
