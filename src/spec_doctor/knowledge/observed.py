@@ -113,7 +113,8 @@ def _judge(rate: float | None, length: float | None, k: int | None, method: str 
                 return AcceptanceJudgement("low", f"{shown}: below what {name} normally reaches; {why}", alpha,
                                            breakeven)
             if table.verdict == "borderline":
-                return AcceptanceJudgement("borderline", f"{shown}: {borderline_text(table)}", alpha, breakeven)
+                return AcceptanceJudgement("borderline", f"{shown}: {borderline_text(table)}; {why}", alpha,
+                                           breakeven)
             return AcceptanceJudgement("good", f"{shown}: within what {name} normally reaches; {why}", alpha,
                                        breakeven)
         if floor is not None and alpha < floor:
