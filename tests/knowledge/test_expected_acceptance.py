@@ -62,8 +62,10 @@ def test_judgement_below_the_floor_by_magnitude_and_sample():
     assert acc.shortfall_grade(far, 400)[1] < acc.shortfall_grade(far, 13548)[1]
 
 
-def test_a_figure_near_the_floor_within_noise_is_normal():
+def test_a_figure_under_the_floor_within_noise_is_borderline_not_normal():
     e = acc.expected_acceptance("eagle3", 3)
-    assert acc.judge_acceptance("eagle3", 3, e.floor_length - 0.05, drafts=50).verdict == "normal"
+    assert acc.judge_acceptance("eagle3", 3, e.floor_length - 0.05, drafts=50).verdict == "borderline"
+    assert not acc.judge_acceptance("eagle3", 3, e.floor_length - 0.05, drafts=50).below
+    assert acc.judge_acceptance("eagle3", 3, e.floor_length).verdict == "normal"
     assert acc.judge_acceptance("eagle3", 3, e.floor_length - 0.05, drafts=50000).verdict == "below"
     assert acc.judge_acceptance("eagle3", 3, e.typical_length).verdict == "normal"

@@ -79,5 +79,7 @@ def test_with_k_a_stated_length_gets_the_verdict_a_log_would(method, k):
         stated = judge_acceptance(None, length, k, method)
         logged = acc.judge_acceptance(method, k, length)  # a log line with no draft count
         assert (stated.status == "low") == (logged.below or length < stated.breakeven_length), length
+        assert (stated.status == "borderline") == (logged.verdict == "borderline"
+                                                   and length >= stated.breakeven_length), length
         if length >= stated.breakeven_length:  # (under break-even the step's cost is the reason given)
             assert "acceptance.toml" in stated.why

@@ -192,6 +192,8 @@ def known_errors(facts: Mapping[str, Any]) -> list[Finding]:
                  "logs.acceptance.dead-drafter": "a drafter trained for the target is never accepted over many drafts",
                  "logs.acceptance.tail-cliff": "a zero tail too thin to call a bug alone, or one a known bug explains",
                  "logs.acceptance.low": "the draft's tokens are rarely accepted over the run",
+                 "logs.acceptance.borderline": "acceptance under the method's floor but within sampling noise: "
+                                               "neither working nor failing is shown",
                  "logs.acceptance.falling": "acceptance falls as load rises or over time",
                  "logs.acceptance.tail-zero": "per-position acceptance drops to exactly 0 after a well-accepted position",
                  "logs.acceptance.k-too-large": "the last draft positions are almost never accepted"},
@@ -290,6 +292,14 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
                                        "--prompts prompts.jsonl",)),
                            impact="Each rejected draft token costs verification compute for nothing.",
                            impact_score=0.6, data={**data, **_judged_data(judged)}))
+    elif tail is None and mal is not None and judged.verdict == "borderline":
+        # Under the method's floor but within the noise of its drafts: not evidence that speculation works.
+        out.append(Finding("logs.acceptance.borderline", Category.LOW_ACCEPTANCE, Severity.INFO, 0.5,
+                           f"Acceptance is at the low edge of the normal range: {desc}", (ev,),
+                           Fix(acc.borderline_text(judged),
+                               ("spec-doctor check --probe offline --target <target> --draft <draft> "
+                                "--prompts prompts.jsonl",)),
+                           impact_score=0.2, data={**data, **_judged_data(judged)}))
     elif tail is None and mal is not None:
         normal = judged.verdict == "normal" and judged.expectation is not None
         out.append(Finding("logs.acceptance.healthy", Category.HEALTHY, Severity.INFO, 0.8,

@@ -323,6 +323,8 @@ def spec_active(facts: Mapping[str, Any]) -> list[Finding]:
                                      "the weakest published run of its method at its K",
            "metrics.acceptance.zero": "not one draft token was accepted: the draft is broken or mismatched (a "
                                       "trained head: a broken draft path)",
+           "metrics.acceptance.borderline": "mean acceptance length under the method's floor but within sampling "
+                                            "noise: neither working nor failing is shown",
            "metrics.acceptance.ok": "speculation runs and accepts enough tokens per step",
        }, affirms=["metrics.acceptance.ok"], sources=[_SPEC_METRICS, "https://arxiv.org/abs/2211.17192",
                    "https://github.com/vllm-project/vllm/pull/9298", "knowledge/data/acceptance.toml"])
@@ -410,6 +412,16 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
                 impact=f"Break-even needs > {1 + step_typ:.2f} tokens/step at a typical draft cost "
                        f"(c={c_typ}); {1 + step_low:.2f} even at c={c_low}.",
                 impact_score=0.8 if sure else 0.6, data=data))
+        elif judged.verdict == "borderline":
+            # Under the method's floor but within the noise of its drafts: not evidence that speculation works.
+            out.append(Finding(
+                "metrics.acceptance.borderline", Category.LOW_ACCEPTANCE, Severity.INFO, 0.5,
+                f"Speculation accepts {al:.2f} tokens/step (acceptance {_pct(rate)}, K={k}), at the low edge of "
+                "the method's normal range",
+                evidence=ev, fix=Fix(acc.borderline_text(judged), better[:1]), impact=None, impact_score=0.2,
+                data={**data, "expected": {"floor_length": judged.expectation.floor_length
+                                           if judged.expectation else None, "verdict": judged.verdict,
+                                           "noise": judged.noise}}))
         else:
             out.append(Finding(
                 "metrics.acceptance.ok", Category.HEALTHY, Severity.INFO, 0.8,

@@ -46,6 +46,9 @@ _BASE_CONFIDENCE = {"throughput": 0.85, "latency": 0.8, "ratio": 0.75}
 _ACCEPTANCE_FINDINGS = {"observed.acceptance.low": "acceptance below what the method normally reaches",
                         "observed.acceptance.hot": "low acceptance at a hot sampling temperature",
                         "observed.acceptance.zero": "not one draft token accepted: the draft is broken",
+                        "observed.acceptance.borderline": "acceptance under the method's floor but within the "
+                                                          "noise of a typical sample: neither working nor failing "
+                                                          "is shown",
                         "observed.k-too-large": "K beyond the optimum for the acceptance stated"}
 _SOURCES = ["https://arxiv.org/abs/2211.17192", "https://github.com/vllm-project/vllm/blob/v0.26.0/vllm/v1/spec_decode/metrics.py",
             "https://github.com/0xBakeer/qwen38-flash-next-spark/issues/6"]
@@ -340,6 +343,7 @@ def speed(facts: Mapping[str, Any]) -> list[Finding]:
         causes.append(Evidence(ctx["method_source"], "draft_model runs the draft model K times per step, with its "
                                                      "own KV cache, before the target verifies"))
     accepted = {"good": f"acceptance is good ({j.shown})",
+                "borderline": f"acceptance is at the low edge of the method's normal range ({j.shown})",
                 "unknown": "acceptance is not known" if ctx["acceptance_source"] is None
                 else "acceptance cannot be judged without K"}[j.status]
     named = " (" + "; ".join(titles) + ")" if titles else ""
@@ -385,6 +389,16 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
         return [_zero(ctx, ev, base, "")]
     if j.status == "low":
         return [_low(ctx, ev, base, Severity.WARNING, "", data)] + _k_too_large(ctx, base)
+    if j.status == "borderline":
+        # Under the method's floor but within the noise of a typical sample: not evidence that speculation works.
+        return [Finding("observed.acceptance.borderline", Category.LOW_ACCEPTANCE, Severity.INFO, 0.5,
+                        f"Acceptance is at the low edge of what {ctx['method'] or 'the draft'} normally reaches "
+                        f"({j.shown})", tuple(ev),
+                        Fix("A stated figure carries no sample size: measure with more traffic, give a log with "
+                            "its draft counts, or run the offline probe at temperature 0",
+                            ("spec-doctor check --probe offline --target <target> --draft <draft> "
+                             "--prompts prompts.jsonl",)),
+                        impact_score=0.2, data=data)] + _k_too_large(ctx, base)
     if j.status == "good":
         return [Finding("observed.acceptance.ok", Category.HEALTHY, Severity.INFO, base,
                         f"Acceptance is within what {ctx['method'] or 'the draft'} normally reaches "

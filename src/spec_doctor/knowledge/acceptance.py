@@ -17,8 +17,8 @@ What a working drafter of each method accepts (knowledge/data/acceptance.toml, e
 
 * ``expected_acceptance(method, k)`` -> ``Expectation`` (typical / floor mean acceptance length and rate at K,
   ``sources``, ``describe()``), or None when the method has no published measurement.
-* ``judge_acceptance(method, k, mean_acceptance_length, drafts=n)`` -> ``Judgement`` ("below" / "normal" /
-  "unknown", ``shortfall`` against the floor, ``clearly_below``), the sample size widening the noise band.
+* ``judge_acceptance(method, k, mean_acceptance_length, drafts=n)`` -> ``Judgement`` ("below" / "borderline" /
+  "normal" / "unknown", ``shortfall`` against the floor, ``clearly_below``), the sample size widening the noise band.
 * ``shortfall_grade(judgement, drafted_tokens, hot=...)`` -> (severity, confidence) for a finding;
   ``expectation_text(judgement)`` -> the sentence a finding quotes; ``step_draft_cost(method, k)`` -> what one
   step's drafting costs (K c, or one c for a block drafter), the break-even being 1 + that.
@@ -504,8 +504,8 @@ def expected_acceptance(method: str | None, k: int) -> Expectation | None:
 class Judgement:
     """An observed acceptance against the method's expectation.
 
-    ``verdict``: "below" (under the floor by more than sampling noise), "normal" (at or above it, or within noise),
-    "unknown" (no expectation, or a look-up drafter). ``shortfall`` = 1 - (observed - 1) / (floor - 1) on mean
+    ``verdict``: "below" (under the floor by more than sampling noise), "borderline" (under the floor but within
+    noise: neither shown working nor shown broken), "normal" (at or above the floor), "unknown" (no expectation, or a look-up drafter). ``shortfall`` = 1 - (observed - 1) / (floor - 1) on mean
     acceptance length (0 at the floor, 1 when nothing is accepted); ``noise`` = two standard errors of the observed
     mean acceptance length for its number of drafts, for a drafter working at the floor
     (``accepted_length_sd``), in the same units."""
@@ -549,8 +549,20 @@ def judge_acceptance(method: str | None, k: int | None, mean_acceptance_length: 
     noise = 2 * accepted_length_sd(exp.floor_alpha or 0.0, int(k)) / math.sqrt(n)
     extra = exp.floor_length - 1.0
     shortfall = max(0.0, min(1.0, 1.0 - (al - 1.0) / extra)) if extra > 0 else 0.0
-    verdict = "below" if al < exp.floor_length - noise else "normal"
+    verdict = "below" if al < exp.floor_length - noise else "borderline" if al < exp.floor_length else "normal"
     return Judgement(verdict, exp, al, round(shortfall, 3), round(noise, 3))
+
+
+def borderline_text(j: Judgement) -> str:
+    """For a "borderline" judgement: the figure sits at the low edge of the method's normal range, and what
+    would settle whether the drafter works."""
+    e = j.expectation
+    if e is None or e.floor_length is None or j.observed_length is None:
+        return ""
+    return (f"{j.observed_length:.2f} tokens/step is at the low edge of {e.label}'s normal range at K={e.k}: under "
+            f"its floor of {e.floor_length:.2f} but within the sampling noise (+-{j.noise:.2f}) of the drafts "
+            "behind it, so neither working nor failing is shown; more traffic, a log with its draft counts or "
+            "the offline probe at temperature 0 would settle it")
 
 
 def shortfall_grade(j: Judgement, sample_tokens: float, *, hot: bool = False) -> tuple[str, float]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 
 from spec_doctor.knowledge.acceptance import (
     alpha_from_acceptance_length,
+    borderline_text,
     cost_ratios,
     expectation_text,
     expected_acceptance,
@@ -65,7 +66,7 @@ def alpha_floor(method: str | None) -> float | None:
 
 @dataclass(frozen=True)
 class AcceptanceJudgement:
-    status: str  # "zero" | "low" | "good" | "unknown"
+    status: str  # "zero" | "low" | "borderline" | "good" | "unknown"
     why: str  # one line, for evidence
     alpha: float | None = None  # per-token acceptance when K is known
     breakeven_length: float | None = None  # 1 + K c at a typical draft cost, when K is known
@@ -110,6 +111,9 @@ def _judge(rate: float | None, length: float | None, k: int | None, method: str 
             why = expectation_text(table)
             if table.below:
                 return AcceptanceJudgement("low", f"{shown}: below what {name} normally reaches; {why}", alpha,
+                                           breakeven)
+            if table.verdict == "borderline":
+                return AcceptanceJudgement("borderline", f"{shown}: {borderline_text(table)}; {why}", alpha,
                                            breakeven)
             return AcceptanceJudgement("good", f"{shown}: within what {name} normally reaches; {why}", alpha,
                                        breakeven)
