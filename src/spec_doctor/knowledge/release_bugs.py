@@ -31,20 +31,20 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from spec_doctor.knowledge.data import load
+from spec_doctor.knowledge.specdata import is_mtp_method
 
 SYMPTOMS = ("crash", "zero-acceptance", "low-acceptance", "tail-zero", "slowdown", "wrong-output", "hang", "memory")
 BASES = ("advisory", "release-notes", "catalogue", "pr-date", "issue-comment", "release-source")
 CATEGORIES = ("engine-bug", "env-version", "config-unsupported-combo", "quantization", "cuda-graph")
 ANY = "any"
 # Method aliases vLLM accepts (config/speculative.py): every per-model MTP name is MTP; eagle-family heads.
-_MTP = re.compile(r"(?:^|_)mtp$")
 
 
 def normalize_method(method: str | None) -> str | None:
     if not method:
         return None
     m = method.strip().lower().replace("-", "_")
-    if _MTP.search(m) or m in ("mtp", "ernie_mtp", "longcat_flash_mtp"):
+    if is_mtp_method(m):
         return "mtp"
     if m in ("[ngram]",):
         return "ngram"
