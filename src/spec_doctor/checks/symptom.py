@@ -25,15 +25,11 @@ from spec_doctor.knowledge.deployment import speculative_config_flag
 from spec_doctor.knowledge.models import DRAFT_MODEL, method_family
 from spec_doctor.knowledge.observed import judge_acceptance, run_acceptance, verification_bound
 from spec_doctor.knowledge.specdata import method_support
-from spec_doctor.knowledge.symptoms import CLASSES, SYMPTOMS_FILE, SymptomClass, symptom_classes
+from spec_doctor.knowledge.symptoms import CLASSES, SYMPTOMS_FILE, SymptomClass, rule_confidence_gain, symptom_classes
 from spec_doctor.knowledge.temperature import HOT_TEMPERATURE
 from spec_doctor.parsers.symptom import matches
 
 _OFF = "remove --speculative-config (plain decoding)"
-# How sure a complaint alone makes a diagnosis: the class's most common cause with nothing else known, or one a
-# fact of this setup points to (a rule fired). Low either way: a complaint names no cause.
-_CONFIDENCE_DEFAULT = 0.3
-_CONFIDENCE_RULE = 0.45
 # Releases that cannot run a configured method (knowledge/data/methods.toml statuses).
 _NOT_IN_RELEASE = ("removed", "unsupported", "not-yet")
 # The complaints that are never a healthy run.
@@ -252,7 +248,9 @@ def differential(facts: Mapping[str, Any]) -> list[Finding]:
         confirm = "; ".join(dict.fromkeys(m[0].confirm for m in members))
         fix_text = next((m[0].fix for m in members if m[0].fix), "")
         out.append(Finding(
-            f"symptom.{lead.name}", cat, severity, _CONFIDENCE_RULE if decided else _CONFIDENCE_DEFAULT,
+            f"symptom.{lead.name}", cat, severity,
+            # how sure the complaint alone makes it (symptoms.toml: per class; more when a fact of this setup decided)
+            round(max(m[0].confidence for m in members) + (rule_confidence_gain() if decided else 0.0), 3),
             f"Your complaint ({', '.join(names)}) with this setup most often means {cat.value}: {why}",
             (quote, *decided, Evidence(f"knowledge/data/{SYMPTOMS_FILE}",
                                        f"'{lead.name}' points at {', '.join(c.value for c in lead.points_at)}")),
