@@ -128,6 +128,13 @@ def _ttft_or_long_prompts(s: _Setup) -> Evidence | None:
     return None
 
 
+def _complaint_high_load(s: _Setup) -> Evidence | None:
+    """The complaint says the run was at high concurrency (the workload the user describes, not a cause)."""
+    if matches(str(s.complaint.get("text") or ""), symptom_classes()["slowdown"].load_patterns):
+        return Evidence("--symptom", "the complaint describes a high-concurrency workload")
+    return None
+
+
 def _draft_other_family(s: _Setup) -> Evidence | None:
     """A separate draft model whose files show another vocabulary or model type than the target's."""
     p = s.pair
@@ -171,7 +178,7 @@ def _draft_large(s: _Setup) -> Evidence | None:
 CONDITIONS: dict[str, Condition] = {
     "acceptance-zero": _acceptance_zero, "acceptance-low": _acceptance_low, "temperature-hot": _temperature_hot,
     "concurrency-high": _concurrency_high, "target-small": _target_small, "k-large": _k_large,
-    "ttft-or-long-prompts": _ttft_or_long_prompts, "draft-other-family": _draft_other_family,
+    "ttft-or-long-prompts": _ttft_or_long_prompts, "complaint-high-load": _complaint_high_load, "draft-other-family": _draft_other_family,
     "separate-draft-model": _separate_draft_model, "method-not-in-release": _method_not_in_release,
     "draft-large": _draft_large,
 }

@@ -42,6 +42,7 @@ class SymptomClass:
     fix: str = ""
     commands: tuple[str, ...] = ()
     prefill_patterns: tuple[re.Pattern[str], ...] = ()
+    load_patterns: tuple[re.Pattern[str], ...] = ()
 
 
 def compile_pattern(text: str) -> re.Pattern[str]:
@@ -64,7 +65,8 @@ def symptom_classes() -> dict[str, SymptomClass]:
             default=Category(row["default"]), why=row["why"], confirm=row["confirm"],
             rules=tuple(Rule(r["when"], Category(r["category"]), r["why"]) for r in row.get("rules", ())),
             fix=row.get("fix", ""), commands=tuple(row.get("commands", ())),
-            prefill_patterns=tuple(compile_pattern(p) for p in row.get("prefill_patterns", ())))
+            prefill_patterns=tuple(compile_pattern(p) for p in row.get("prefill_patterns", ())),
+            load_patterns=tuple(compile_pattern(p) for p in row.get("load_patterns", ())))
     return out
 
 
