@@ -258,11 +258,12 @@ def differential(facts: Mapping[str, Any]) -> list[Finding]:
             f"symptom.{lead.name}", cat, severity,
             # how sure the complaint alone makes it (symptoms.toml: per class; more when a fact of this setup decided)
             round(max(m[0].confidence for m in members) + (rule_confidence_gain() if decided else 0.0), 3),
-            f"Your complaint ({', '.join(names)}) with this setup most often means {cat.value}: {why}",
-            (quote, *decided, Evidence(f"knowledge/data/{SYMPTOMS_FILE}",
-                                       f"'{lead.name}' points at {', '.join(c.value for c in lead.points_at)}")),
+            f"Your complaint ({', '.join(names)}) with this setup most often means {cat.value}"
+            + ("" if decided else " (from the complaint alone)"),
+            (quote, *decided, Evidence(f"knowledge/data/{SYMPTOMS_FILE} [class.{lead.name}]", why)),
             Fix((f"{fix_text}. " if fix_text else "") + f"To confirm: {confirm}", _commands(cat, lead, setup)),
-            impact="A pointer from the complaint alone; the facts named above are what it rests on.",
+            impact=("A pointer from the complaint and the facts above" if decided else
+                    "A pointer from the complaint alone") + "; confirm it before acting on it.",
             impact_score=0.5,
             data={"classes": names, "stage": complaint.get("stage"), "corroborates": corroborates,
                   "complaint": True, "never_healthy": any(n in _NEVER_HEALTHY for n in names),
