@@ -127,3 +127,56 @@ def test_crash_complaint_is_never_healthy():
         merged = rank(merge_findings([*findings, *_run("it crashes with MTP", dep=_dep(method="mtp"))]))
         assert verdict(merged, []) != "healthy"
         assert all(not f.affirms for f in merged if f.check_id.startswith("symptom"))
+
+
+def test_complaint_stated_load_comes_after_measured_facts():
+    assert _cat("throughput drops at high concurrency", dep=_dep()) == "high-concurrency"
+    # a measured fact outranks the workload the complaint describes
+    assert _cat("throughput drops at high concurrency", dep=_dep(), target=_target(1e9)) == "target-too-small"
+
+
+def test_zero_acceptance_from_a_draft_model_of_another_family():
+    from spec_doctor.parsers.model_dir import PairInfo
+
+    target = ModelInfo(role="target", ref="org/a", path=None, resolved="local", source="--target", model_type="llama")
+    draft = ModelInfo(role="draft", ref="org/b", path=None, resolved="local", source="--draft", model_type="qwen2")
+    pair = PairInfo(method="draft_model", family="draft_model", spec_source="--draft", target=target, draft=draft)
+    complaint = symptom_complaint(FactStore(Inputs(symptoms=("nothing is accepted",)), providers={}))
+    out = differential.fn({"symptom.complaint": complaint, "models.pair": pair})
+    assert [f.category for f in out] == [Category.VOCAB_MISMATCH]
+    same = PairInfo(method="draft_model", family="draft_model", spec_source="--draft", target=target,
+                    draft=ModelInfo(role="draft", ref="org/c", path=None, resolved="local", source="--draft",
+                                    model_type="llama"))
+    assert [f.category for f in differential.fn({"symptom.complaint": complaint, "models.pair": same})] == \
+        [Category.ENGINE_BUG]
+
+
+def test_a_crash_at_startup_is_judged_as_a_startup_failure():
+    out = _run("it crashes while loading the draft", dep=_dep())
+    assert [f.id for f in out] == ["symptom.startup"]
+
+
+def test_fit_factor_raises_every_explaining_finding_and_keeps_their_order():
+    a = _other(Category.CUDA_GRAPH, conf=0.8, check="config")
+    b = _other(Category.K_TOO_LARGE, conf=0.5, check="config.scheduler")
+    c = _other(Category.QUANTIZATION, conf=0.3, check="pair")
+    merged = {f.id: f for f in merge_findings([a, b, c, *_run("no speedup", dep=_dep())])}
+    assert merged[a.id].confidence > a.confidence and merged[b.id].confidence > b.confidence
+    assert merged[a.id].score > merged[b.id].score  # order kept
+    assert all(f.confidence < 1 for f in merged.values())
+
+
+def test_only_the_picked_category_is_promoted_unless_never_healthy():
+    info = _other(Category.CUDA_GRAPH, severity=Severity.INFO, check="config")
+    slow = merge_findings([info, *_run("no speedup", dep=_dep())])
+    assert [f.severity for f in slow if f.category is Category.CUDA_GRAPH] == [Severity.INFO]
+    crash_info = _other(Category.CUDA_GRAPH, severity=Severity.INFO, check="config")
+    crash = merge_findings([crash_info, *_run("it crashes", dep=_dep())])
+    assert [f.severity for f in crash if f.category is Category.CUDA_GRAPH] == [Severity.WARNING]
+
+
+def test_a_lone_complaint_an_observed_note_rules_out_is_not_borne_out():
+    kv_ok = Finding("logs.regime.kv-ok", Category.HEALTHY, Severity.INFO, 0.8, "KV is fine", check_id="logs.regime")
+    merged = merge_findings([kv_ok, *_run("lots of preemptions", dep=_dep())])
+    f = next(f for f in merged if f.category is Category.KV_PRESSURE)
+    assert f.severity is Severity.INFO and "not_borne_out" in f.data
