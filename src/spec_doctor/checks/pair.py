@@ -144,8 +144,10 @@ def vocab_check(facts: Mapping[str, Any]) -> list[Finding]:
     normalizer / pre-tokenizer and chat template. Then `config.json` `vocab_size`, which is what vLLM
     itself compares: identical tokenizers with different padded embedding sizes (Qwen's 151936 vs 152064)
     are refused at start-up. Verdicts: identical / compatible (padding or added tokens only) /
-    incompatible (ids differ). Applies to separate draft models only (EAGLE/MTP heads are checked by
-    pair.fit).
+    incompatible (ids differ). A model known by its name only takes vocab_size and tokenizer family from the
+    offline model-card table (knowledge/data/model_cards.toml, lower confidence, said in the evidence): different
+    families are a mismatch even where vLLM's size gate lets the pair start; the same family with different
+    sizes is the padding trap. Applies to separate draft models only (EAGLE/MTP heads are checked by pair.fit).
     """
     pair: PairInfo = facts["models.pair"]
     version = _version(facts)
@@ -188,7 +190,7 @@ def vocab_check(facts: Mapping[str, Any]) -> list[Finding]:
                                    + ("" if m.vocab_size_source == "config" else
                                       " (model-card value for this name from the offline model-card table; no files here)"))
                           for m in (t, d)]
-            if families_differ:
+            if families_differ and fam_t and fam_d:
                 out.append(_family_finding(pair, fam_t, fam_d, version))
                 return out
             if fam_t and fam_t == fam_d:
@@ -565,8 +567,11 @@ def fit_check(facts: Mapping[str, Any]) -> list[Finding]:
     EAGLE / EAGLE-3 / Medusa / DFlash heads consume the target's hidden states, so the head's hidden_size
     must equal the target's: a head trained for another model does not fit. MTP reuses layers shipped in
     the target checkpoint (config keys such as num_nextn_predict_layers / mtp_num_hidden_layers): a
-    target without them has nothing to draft with. Also reports configs that ask for remote code (never
-    run here: trust_remote_code stays off) and model files that could not be read.
+    target without them has nothing to draft with. Known by name only, hidden sizes and MTP layers come from the
+    offline model-card table, which also names the target each known EAGLE / EAGLE-3 head was trained for: a
+    head on another target has a different vocabulary (error) or predicts another model's tokens (low
+    acceptance); an EAGLE-3 head's reduced draft_vocab_size is by design, not a mismatch. Also reports configs
+    that ask for remote code (never run here: trust_remote_code stays off) and model files that could not be read.
     """
     pair: PairInfo = facts["models.pair"]
     t, d = pair.target, pair.draft

@@ -85,7 +85,7 @@ def _cards() -> tuple[tuple[ModelCard, re.Pattern[str]], ...]:
     tail = "(?:[-.](?:" + "|".join(w if w == m["release_tag"] else re.escape(w) for w in words) + "))*"
     out = []
     for row in data["card"]:
-        fields = {k: (tuple(v) if k == "examples" else v) for k, v in row.items() if k in _CARD_FIELDS}
+        fields: dict[str, Any] = {k: (tuple(v) if k == "examples" else v) for k, v in row.items() if k in _CARD_FIELDS}
         card = ModelCard(**fields)
         out.append((card, re.compile(f"(?:{card.pattern}){tail}")))
     return tuple(out)
