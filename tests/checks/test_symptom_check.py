@@ -62,7 +62,9 @@ def test_other_classes():
     assert _cat("the output is gibberish", dep=_dep()) == "engine-bug"
     assert _cat("the server hangs", dep=_dep()) == "engine-bug"
     assert _cat("lots of preemptions", dep=_dep()) == "kv-pressure"
-    assert _cat("TTFT doubled", dep=_dep()) == "prefill-bound"
+    assert _cat("TTFT doubled with speculation", dep=_dep()) == "engine-bug"  # a drafter's prefill is one small pass
+    assert _cat("TTFT is high with 32k context", dep=_dep()) == "prefill-bound"
+    assert _cat("slower on 20,000-token prompts", dep=_dep()) == "prefill-bound"
     assert _cat("I do not see any spec decode metrics", dep=_dep()) == "spec-inactive"
     assert _cat("acceptance rate is 0%", dep=_dep()) == "engine-bug"  # a trained head never accepting
 

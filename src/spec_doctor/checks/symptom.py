@@ -121,10 +121,17 @@ def _k_large(s: _Setup) -> Evidence | None:
     return None
 
 
-def _ttft_or_long_prompts(s: _Setup) -> Evidence | None:
+def _first_token_worse(s: _Setup) -> Evidence | None:
     cls = symptom_classes()["latency"]
-    if matches(str(s.complaint.get("text") or ""), cls.prefill_patterns):
-        return Evidence("--symptom", "the complaint is about the time to the first token / prefill")
+    text = str(s.complaint.get("text") or "")
+    if matches(text, cls.first_token_patterns) and matches(text, cls.worse_patterns):
+        return Evidence("--symptom", "the complaint is that the time to the first token (prefill) got worse")
+    return None
+
+
+def _long_prompts(s: _Setup) -> Evidence | None:
+    if matches(str(s.complaint.get("text") or ""), symptom_classes()["latency"].long_prompt_patterns):
+        return Evidence("--symptom", "the complaint describes long prompts")
     return None
 
 
@@ -178,7 +185,8 @@ def _draft_large(s: _Setup) -> Evidence | None:
 CONDITIONS: dict[str, Condition] = {
     "acceptance-zero": _acceptance_zero, "acceptance-low": _acceptance_low, "temperature-hot": _temperature_hot,
     "concurrency-high": _concurrency_high, "target-small": _target_small, "k-large": _k_large,
-    "ttft-or-long-prompts": _ttft_or_long_prompts, "complaint-high-load": _complaint_high_load, "draft-other-family": _draft_other_family,
+    "first-token-worse": _first_token_worse, "long-prompts": _long_prompts,
+    "complaint-high-load": _complaint_high_load, "draft-other-family": _draft_other_family,
     "separate-draft-model": _separate_draft_model, "method-not-in-release": _method_not_in_release,
     "draft-large": _draft_large,
 }

@@ -41,7 +41,10 @@ class SymptomClass:
     rules: tuple[Rule, ...] = ()
     fix: str = ""
     commands: tuple[str, ...] = ()
-    prefill_patterns: tuple[re.Pattern[str], ...] = ()
+    # the workload or the part of the latency the complaint describes (the rules that read the complaint's words)
+    first_token_patterns: tuple[re.Pattern[str], ...] = ()
+    worse_patterns: tuple[re.Pattern[str], ...] = ()
+    long_prompt_patterns: tuple[re.Pattern[str], ...] = ()
     load_patterns: tuple[re.Pattern[str], ...] = ()
 
 
@@ -65,8 +68,8 @@ def symptom_classes() -> dict[str, SymptomClass]:
             default=Category(row["default"]), why=row["why"], confirm=row["confirm"],
             rules=tuple(Rule(r["when"], Category(r["category"]), r["why"]) for r in row.get("rules", ())),
             fix=row.get("fix", ""), commands=tuple(row.get("commands", ())),
-            prefill_patterns=tuple(compile_pattern(p) for p in row.get("prefill_patterns", ())),
-            load_patterns=tuple(compile_pattern(p) for p in row.get("load_patterns", ())))
+            **{key: tuple(compile_pattern(p) for p in row.get(key, ()))
+               for key in ("first_token_patterns", "worse_patterns", "long_prompt_patterns", "load_patterns")})
     return out
 
 
