@@ -87,3 +87,22 @@ def test_vocabulary_has_every_class_with_a_source():
         assert cls.patterns and cls.source and cls.why and cls.confirm
         assert cls.default in cls.points_at
         assert 0 < cls.confidence < 0.5  # a complaint alone is a low-confidence pointer
+
+
+def test_any_text_classifies_quickly_into_known_classes():
+    import time
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.text(max_size=400))
+    def one(text):
+        c = classify(text)
+        assert set(c.classes) <= set(CLASSES) and c.stage in (None, "startup", "serving")
+
+    one()
+    worst = ("throughput " + "a " * 1000 + "enginecore " * 100 + "x" * 500)[:MAX_SYMPTOM_CHARS]
+    t0 = time.perf_counter()
+    classify(worst)
+    assert time.perf_counter() - t0 < 2.0

@@ -235,10 +235,11 @@ def _categories() -> list[str]:
        sources=[f"knowledge/data/{SYMPTOMS_FILE}", "knowledge/data/taxonomy.md",
                 "https://github.com/vllm-project/vllm/blob/main/.github/ISSUE_TEMPLATE/400-bug-report.yml"])
 def differential(facts: Mapping[str, Any]) -> list[Finding]:
-    """What the user's complaint (--symptom) most often means with this setup: per symptom class, the taxonomy
-    category its rules pick from the facts already collected (or the class's most common cause), at low
-    confidence; a finding another check already makes in a category the complaint points at is corroborated
-    instead (report/merge.py)."""
+    """What the user's complaint (--symptom) most often means with this setup.
+
+    Per symptom class, the taxonomy category its rules pick from the facts already collected (or the class's most
+    common cause), at low confidence; a finding another check already makes in a category the complaint points at
+    is corroborated instead (report/merge.py)."""
     complaint = facts["symptom.complaint"]
     classes = _classes_to_judge(complaint)
     if not classes:
