@@ -44,6 +44,15 @@ def test_negated_symptoms_do_not_count(text):
     assert c.classes == () and c.negated
 
 
+@pytest.mark.parametrize("text", ["TTFT improved by 20%", "lower ITL with EAGLE-3", "latency is fine"])
+def test_a_latency_gain_is_no_complaint(text):
+    assert "latency" not in classify(text).classes
+
+
+def test_failing_to_speed_up_is_a_slowdown_not_a_crash():
+    assert classify("speculative decoding fails to improve throughput").classes == ("slowdown",)
+
+
 def test_negation_stays_in_its_clause():
     c = classify("no errors at startup, but the output is gibberish")
     assert c.classes == ("wrong-output",)

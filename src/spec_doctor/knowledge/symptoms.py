@@ -46,6 +46,9 @@ class SymptomClass:
     worse_patterns: tuple[re.Pattern[str], ...] = ()
     long_prompt_patterns: tuple[re.Pattern[str], ...] = ()
     load_patterns: tuple[re.Pattern[str], ...] = ()
+    # words after a match, in its clause, that make it a gain rather than a complaint ("TTFT improved")
+    positive_after: tuple[re.Pattern[str], ...] = ()
+    positive_before: tuple[re.Pattern[str], ...] = ()  # ... and the words right before it ("lower ITL")
 
 
 def compile_pattern(text: str) -> re.Pattern[str]:
@@ -69,7 +72,8 @@ def symptom_classes() -> dict[str, SymptomClass]:
             rules=tuple(Rule(r["when"], Category(r["category"]), r["why"]) for r in row.get("rules", ())),
             fix=row.get("fix", ""), commands=tuple(row.get("commands", ())),
             **{key: tuple(compile_pattern(p) for p in row.get(key, ()))
-               for key in ("first_token_patterns", "worse_patterns", "long_prompt_patterns", "load_patterns")})
+               for key in ("first_token_patterns", "worse_patterns", "long_prompt_patterns", "load_patterns",
+                           "positive_after", "positive_before")})
     return out
 
 

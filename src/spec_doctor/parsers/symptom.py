@@ -79,13 +79,32 @@ def is_negated(text: str, start: int) -> bool:
     return False
 
 
-def _hits(text: str, patterns: Iterable[re.Pattern[str]]) -> tuple[list[str], list[str]]:
-    """(phrases matched and not negated, phrases matched but negated)."""
+def said_to_improve(text: str, end: int, positive: Iterable[re.Pattern[str]]) -> bool:
+    """Whether one of ``positive`` follows within ``window`` + 1 words after ``end``, in the same clause ("TTFT
+    improved": a gain, not a complaint)."""
+    rest = text[end:]
+    brk = negation().clause_breaks.search(rest)
+    words = " ".join(re.findall(r"[\w'’]+", rest[:brk.start()] if brk else rest)[:negation().window + 1])
+    return any(p.search(words) for p in positive)
+
+
+def praised_before(text: str, start: int, positive: Iterable[re.Pattern[str]]) -> bool:
+    """Whether the word right before ``start`` is one of ``positive`` ("lower ITL")."""
+    words = re.findall(r"[\w'’]+", text[_clause_start(text, start):start])
+    return bool(words) and any(p.fullmatch(words[-1]) for p in positive)
+
+
+def _hits(text: str, patterns: Iterable[re.Pattern[str]], after: Iterable[re.Pattern[str]] = (),
+          before: Iterable[re.Pattern[str]] = ()) -> tuple[list[str], list[str]]:
+    """(phrases matched and not negated, phrases matched but negated or said to have improved)."""
     kept: list[str] = []
     negated: list[str] = []
+    after, before = tuple(after), tuple(before)
     for p in patterns:
         for m in p.finditer(text):
-            (negated if is_negated(text, m.start()) else kept).append(m.group(0))
+            undone = (is_negated(text, m.start()) or (bool(after) and said_to_improve(text, m.end(), after))
+                      or (bool(before) and praised_before(text, m.start(), before)))
+            (negated if undone else kept).append(m.group(0))
     return kept, negated
 
 
@@ -99,7 +118,8 @@ def classify(text: str) -> Complaint:
     matched: dict[str, tuple[str, ...]] = {}
     negated: list[str] = []
     for name in CLASSES:
-        kept, neg = _hits(text, symptom_classes()[name].patterns)
+        cls = symptom_classes()[name]
+        kept, neg = _hits(text, cls.patterns, cls.positive_after, cls.positive_before)
         negated += neg
         if kept:
             matched[name] = tuple(dict.fromkeys(kept))
