@@ -23,7 +23,7 @@ from spec_doctor.engine.registry import check
 from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
 from spec_doctor.knowledge.models import DRAFT_MODEL, method_family
-from spec_doctor.knowledge.observed import judge_acceptance, run_acceptance, verification_bound
+from spec_doctor.knowledge.observed import judge_acceptance, run_figures, verification_bound
 from spec_doctor.knowledge.specdata import method_support
 from spec_doctor.knowledge.symptoms import CLASSES, SYMPTOMS_FILE, SymptomClass, rule_confidence_gain, symptom_classes
 from spec_doctor.knowledge.temperature import HOT_TEMPERATURE
@@ -53,21 +53,10 @@ class _Setup:
                                    or getattr(pair, "method", None))
         self.method_source = str(getattr(self.spec, "source", None) or getattr(models_spec, "source", None)
                                  or "config")
-        fig = facts.get("observed.figures") or {}
-        self.figures = fig
-        k, k_src = fig.get("k"), "--k"
-        if k is None and self.spec is not None and self.spec.num_speculative_tokens:
-            k, k_src = self.spec.num_speculative_tokens, self.method_source
-        rate, length, acc_src = fig.get("acceptance_rate"), fig.get("acceptance_length"), fig.get("acceptance_source")
-        if rate is None and length is None:
-            seen = run_acceptance(facts.get("metrics.deltas"), facts.get("logs.acceptance"))
-            if seen is not None:
-                rate, length, acc_src, seen_k = seen
-                if k is None and seen_k:
-                    k, k_src = seen_k, acc_src
-        self.k, self.k_source = k, k_src
-        self.acceptance_source = acc_src
-        self.judgement = judge_acceptance(rate, length, k, self.method) if acc_src else None
+        self.figures = facts.get("observed.figures") or {}
+        run = run_figures(self.figures, self.spec, facts.get("metrics.deltas"), facts.get("logs.acceptance"))
+        self.k, self.k_source, self.acceptance_source = run.k, run.k_source, run.acceptance_source
+        self.judgement = judge_acceptance(run.rate, run.length, run.k, self.method) if run.acceptance_source else None
         temp = getattr(self.dep, "temperature", None)
         self.temperature = float(temp) if isinstance(temp, (int, float)) else None
         self.temperature_source = (getattr(self.dep, "sources", {}) or {}).get("temperature", "config")

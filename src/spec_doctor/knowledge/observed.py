@@ -223,3 +223,33 @@ def run_acceptance(deltas: Any, log_acceptance: Any) -> tuple[float | None, floa
         if n > 0 and (best is None or n > best[0]):
             best = (n, (a.get("acceptance_rate"), a.get("mean_acceptance_length"), str(a["source"]), a.get("k")))
     return best[1] if best else None
+
+
+@dataclass(frozen=True)
+class RunFigures:
+    """K and the acceptance a diagnosis judges by, each with its source: as stated (--k, --acceptance), else the
+    deployment's K and the run's own acceptance (/metrics or the log)."""
+
+    k: int | None
+    k_source: str | None
+    rate: float | None
+    length: float | None
+    acceptance_source: str | None
+
+
+def run_figures(fig: Any, spec: Any, deltas: Any, log_acceptance: Any) -> RunFigures:
+    """``fig``: the fact observed.figures (or an empty dict); ``spec``: the deployment's speculative config."""
+    fig = fig or {}
+    k, k_src = fig.get("k"), "--k"
+    if k is None and spec is not None and spec.num_speculative_tokens:
+        k, k_src = spec.num_speculative_tokens, spec.source or "config"
+    rate, length, acc_src = fig.get("acceptance_rate"), fig.get("acceptance_length"), fig.get("acceptance_source")
+    if rate is None and length is None:
+        seen = run_acceptance(deltas, log_acceptance)
+        if seen is not None:
+            rate, length, acc_src, seen_k = seen
+            if k is None and seen_k:
+                k, k_src = seen_k, acc_src
+    if k is None and rate is not None and length is not None and rate > 0:
+        k = max(1, round((length - 1) / rate))
+    return RunFigures(k, k_src if k is not None else None, rate, length, acc_src)
