@@ -30,6 +30,7 @@ from spec_doctor.knowledge.observed import (
     AcceptanceJudgement,
     judge_acceptance,
     k_excess,
+    run_acceptance,
     speed_verdict,
     verification_bound,
 )
@@ -98,20 +99,9 @@ def _context(facts: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _run_acceptance(facts: Mapping[str, Any]) -> tuple[float | None, float | None, str, int | None] | None:
-    """(rate, mean acceptance length, source, K) of the run itself when no acceptance was stated: the /metrics
-    window (at least min_drafts drafts) or log stream with the most drafted tokens."""
-    best: tuple[float, tuple[float | None, float | None, str, int | None]] | None = None
-    for w in facts.get("metrics.deltas") or []:
-        for d in w.engines.values():
-            n = d.num_draft_tokens or 0
-            if not d.legacy_v0 and (d.num_drafts or 0) >= threshold("min_drafts") and (best is None or n > best[0]):
-                best = (n, (d.acceptance_rate, d.mean_acceptance_length, w.window_label,
-                            d.num_spec_positions or None))
-    for a in facts.get("logs.acceptance") or []:
-        n = a.get("drafted") or 0
-        if n > 0 and (best is None or n > best[0]):
-            best = (n, (a.get("acceptance_rate"), a.get("mean_acceptance_length"), str(a["source"]), a.get("k")))
-    return best[1] if best else None
+    """(rate, mean acceptance length, source, K) of the run itself when no acceptance was stated
+    (knowledge/observed.run_acceptance)."""
+    return run_acceptance(facts.get("metrics.deltas"), facts.get("logs.acceptance"))
 
 
 def _bytes_per_active_param(target: Any) -> float:

@@ -19,6 +19,7 @@ acceptance is what the speculation method normally reaches.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from spec_doctor.knowledge.acceptance import (
     alpha_from_acceptance_length,
@@ -204,3 +205,21 @@ def verification_bound(concurrency: int, k: int | None, gpu: GpuSpec | None,
     return bound, (f"{concurrency} request(s) x ({k_txt}) = {tokens} tokens verified per step, "
                    f"{'at or above' if bound else 'below'} the roofline ridge point {where}, ~{ridge:.0f} tokens "
                    f"(where compute time equals weight streaming)")
+
+
+def run_acceptance(deltas: Any, log_acceptance: Any) -> tuple[float | None, float | None, str, int | None] | None:
+    """(rate, mean acceptance length, source, K) of the run itself: the /metrics window (fact metrics.deltas, at
+    least min_drafts drafts) or log stream (fact logs.acceptance) with the most drafted tokens; None when neither
+    drafted."""
+    best: tuple[float, tuple[float | None, float | None, str, int | None]] | None = None
+    for w in deltas or []:
+        for d in w.engines.values():
+            n = d.num_draft_tokens or 0
+            if not d.legacy_v0 and (d.num_drafts or 0) >= threshold("min_drafts") and (best is None or n > best[0]):
+                best = (n, (d.acceptance_rate, d.mean_acceptance_length, w.window_label,
+                            d.num_spec_positions or None))
+    for a in log_acceptance or []:
+        n = a.get("drafted") or 0
+        if n > 0 and (best is None or n > best[0]):
+            best = (n, (a.get("acceptance_rate"), a.get("mean_acceptance_length"), str(a["source"]), a.get("k")))
+    return best[1] if best else None

@@ -112,4 +112,6 @@ def _inputs_summary(inputs: Inputs) -> dict[str, Any]:
         "probe": inputs.probe,
         # the figures the user measured, as typed (--throughput, --latency, --acceptance, --concurrency, --k)
         **({"observed": dict(inputs.observed.text)} if inputs.observed.text else {}),
+        # the user's complaint, as typed (--symptom; redacted with the rest of the report)
+        **({"symptom": list(inputs.symptoms)} if inputs.symptoms else {}),
     }
