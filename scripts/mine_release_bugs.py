@@ -20,6 +20,8 @@ the first release tag containing it in any of them.
   python scripts/mine_release_bugs.py --git /work/.mirror/OWNER+vllm/repo --out /tmp/release-bugs
 
 Writes OUT/candidates.json (every candidate, newest first) and OUT/candidates.tsv (one line each, to read).
+With --check-table TOML also OUT/table_check.tsv (each row's fixed_in next to the first release tag containing its
+source PR) and OUT/pr_tags.json (PR -> that release, for every PR the table cites that a release tag contains).
 The rows of src/spec_doctor/knowledge/data/release_bugs.toml are curated from these by the rules in its header.
 """
 
@@ -57,9 +59,9 @@ FIX_WORDS = re.compile(r"\[bug ?fix\]|\[bug\]|\[fix\]|\bfix(es|ed|ing)?\b|\bbug\
                        r"incorrect|accuracy|regression|broken|\berror\b|illegal memory|\bnan\b|\boom\b|segfault|"
                        r"corrupt|mismatch|garbage|gibberish", re.I)
 # Subjects that fix tests, CI, docs, typos or lint only: not a bug a user meets.
-NOT_USER_FACING = re.compile(r"^\s*(\[[^\]]*\]\s*)*(\[(ci|ci/build|test|tests|doc|docs|misc\]\[ci|ci failure|"
-                             r"build|lint)\]|fix (the )?(ci|test|tests|typo|docs?|lint|pre-?commit|mypy))|"
-                             r"\b(typo|flaky|unit ?test|ci failure|fix(es)? (the )?tests?\b|docstring)", re.I)
+NOT_USER_FACING = re.compile(r"\[(ci|ci/build|ci bug|test|tests|doc|docs|build|lint|mypy[^\]]*|ut)\]|"
+                             r"\b(typo|flaky|unit ?tests?|ci failures?|test failures?|docstring|ruff|mypy|"
+                             r"pre-?commit|type hints?|fix (the )?(ci|tests?|docs?|lint))\b", re.I)
 
 # Methods and features a subject or a touched path names (lower-case names as spec-doctor's table uses them).
 METHODS: dict[str, re.Pattern[str]] = {k: re.compile(v, re.I) for k, v in {
@@ -113,20 +115,23 @@ PATH_METHODS: list[tuple[re.Pattern[str], str]] = [(re.compile(p), m) for p, m i
 SYMPTOM_RULES: list[tuple[str, re.Pattern[str]]] = [(c, re.compile(p, re.I)) for c, p in (
     ("zero-acceptance", r"(zero|0 ?%?|no) (draft )?(token )?accept|acceptance (rate )?(of |is |=)?(0\b|zero)|"
                         r"never accept|nothing (is )?accepted"),
-    ("low-acceptance", r"accept(ance|ed)? (rate|length|len)|acceptance|\bAL\b|\bAR\b|accept rate"),
+    ("low-acceptance", r"accept(ance|ed)? (rate|length|len)|acceptance|accept rate|"
+                       r"(draft|mtp|eagle|prediction|speculat\w*) accuracy"),
     ("hang", r"\bhang|\bhung\b|deadlock|stuck|freez|timeout|never (return|finish)"),
-    ("memory", r"\boom\b|out of memory|memory (leak|usage|regression|blow)|leak|excess(ive)? memory|"
-               r"kv cache (memory|size)|memory profil"),
+    ("memory", r"\boom\b|out of memory|memory (leak|usage|regression|blow)|\bleak|excess(ive)? memory|"
+               r"memory profil"),
+    # a crash the subject names outright, before the wrong-output words ("shape mismatch" is an exception)
+    ("crash", r"crash|segfault|seg fault|illegal memory|\bima\b|assert|(dtype|shape|size) mismatch|"
+              r"\b[A-Z]\w*Error\b|device[- ]side|cuda error"),
     ("wrong-output", r"accuracy|wrong|incorrect|garbage|gibberish|corrupt|\bnan\b|mismatch|inconsisten|"
-                     r"repeat(ed|ing)? token|degenerat|misalign|stale|invalid (output|token)|duplicate token|"
-                     r"output differ|not (respect|honou?r)|ignor(e|ed|es)|\bdrop(ped|s)? token|off[ -]by[ -]one"),
-    ("slowdown", r"perf(ormance)? regression|slow|throughput|speed ?up|latency|eager fallback|falls? back to eager|"
-                 r"recompil|performance"),
-    ("no-metrics", r"metric|prometheus|stat(s|istics)\b|logging of accept"),
-    ("unsupported", r"not supported|unsupported|not implemented|support for|enable .* for|allow "),
-    ("crash", r"crash|error|exception|assert|illegal memory|segfault|seg fault|\bfail|\braise|index out of|"
-              r"out of (range|bounds)|shape|dtype|attributeerror|keyerror|typeerror|valueerror|runtimeerror|"
-              r"cuda error|\bima\b|device[- ]side|invalid|import|missing|none ?type|undefined"),
+                     r"repeat(ed|ing)? token|degenerat|misalign|stale|invalid (output|token|logprob)|"
+                     r"duplicate token|output differ|off[ -]by[ -]one"),
+    ("slowdown", r"perf(ormance)? regression|\bslow|throughput|speed ?up|eager fallback|falls? back to eager|"
+                 r"recompil"),
+    ("latency", r"latency|\bttft\b|\bitl\b|\btpot\b"),
+    ("no-metrics", r"metric|prometheus|stat(s|istics)\b"),
+    ("unsupported", r"not supported|unsupported|not implemented"),
+    ("crash", r"\berror\b|exception|\bfail|\braise|index out of|out of (range|bounds)|none ?type"),
 )]
 EXCEPTION = re.compile(r"\b([A-Z][A-Za-z]*(?:Error|Exception)|AssertionError|StopIteration)\b")
 
@@ -281,7 +286,7 @@ def by_pr(cands: Iterable[Candidate]) -> list[Candidate]:
     return list(out.values())
 
 
-def table_check(gitdirs: Sequence[str], table: Path) -> list[dict[str, str | None]]:
+def table_check(gitdirs: Sequence[str], table: Path) -> tuple[list[dict[str, str | None]], dict[int, str]]:
     """For each row of release_bugs.toml whose source is a vLLM pull request: the first release tag containing a
     commit of that PR (subject ending "(#N)"), next to the row's fixed_in / fixed_basis."""
     import tomllib
@@ -304,7 +309,8 @@ def table_check(gitdirs: Sequence[str], table: Path) -> list[dict[str, str | Non
         tag = prs.get(int(m.group(1))) if m else None
         out.append({"id": r["id"], "source": r.get("source"), "fixed_in": r.get("fixed_in"),
                     "fixed_basis": r.get("fixed_basis"), "git_tag": tag[1:] if tag else None})
-    return out
+    cited = {int(m.group(1)) for r in rows for m in [re.search(r"/pull/(\d+)$", str(r.get("source", "")))] if m}
+    return out, {pr: prs[pr][1:] for pr in sorted(cited) if pr in prs}
 
 
 def write(cands: list[Candidate], out: Path) -> None:
@@ -326,8 +332,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--check-table", type=Path, help="also write OUT/table_check.tsv: each row's PR vs its git tag")
     ns = ap.parse_args(argv)
     if ns.check_table:
-        rows = table_check(ns.git, ns.check_table)
+        rows, tags = table_check(ns.git, ns.check_table)
         Path(ns.out).mkdir(parents=True, exist_ok=True)
+        (Path(ns.out) / "pr_tags.json").write_text(json.dumps(
+            {"made_by": "scripts/mine_release_bugs.py --check-table", "git": [Path(g).parent.name for g in ns.git],
+             "about": "PR -> the first release tag containing a commit of it (git tag --contains)",
+             "tags": {str(k): v for k, v in tags.items()}}, indent=1) + "\n")
         lines = ["id\tfixed_in\tfixed_basis\tgit_tag\tsource"] + [
             "\t".join(str(r[k] or "-") for k in ("id", "fixed_in", "fixed_basis", "git_tag", "source")) for r in rows]
         (Path(ns.out) / "table_check.tsv").write_text("\n".join(lines) + "\n")
