@@ -204,7 +204,7 @@ def classify(subject: str) -> str | None:
 
 def names(subject: str, paths: Iterable[str]) -> tuple[list[str], list[str]]:
     methods = [m for m, p in METHODS.items() if p.search(subject)]
-    for path in paths:
+    for path in paths if not methods else ():  # the subject's method, else the drafter files it touches
         for p, m in PATH_METHODS:
             if p.search(path) and m not in methods:
                 methods.append(m)

@@ -251,12 +251,12 @@ def complaint_fits(bug: KnownBug, classes: frozenset[str]) -> bool:
 
 
 def _complaint_rows(cands: list[tuple[Match, str]], classes: frozenset[str]) -> list[tuple[Match, str]]:
-    """The candidate rows the complaint names, strongest first (conditions shown > method only; the whole release
-    range affected > part of it; fewer conditions assumed; the later fix). A row of every method with no condition
+    """The candidate rows the complaint names, strongest first (more of the row's conditions shown -- none: the
+    method only; the whole release range affected > part of it; fewer conditions assumed; the later fix). A row of every method with no condition
     shown is never named by a complaint alone (it would name a bug of every speculative deployment)."""
     rows = [(m, cover) for m, cover in cands if complaint_fits(m.bug, classes)
             and not (ANY in m.bug.methods and not m.satisfied)]
-    return sorted(rows, key=lambda mc: (bool(mc[0].satisfied), mc[1] == "all", -len(mc[0].unknown),
+    return sorted(rows, key=lambda mc: (len(mc[0].satisfied), mc[1] == "all", -len(mc[0].unknown),
                                         mc[0].bug.fixed_in or Version("0")), reverse=True)
 
 
