@@ -294,3 +294,11 @@ def test_rocm_and_model_runner_v2_conditions() -> None:
     mrv2 = _row("mrv2-stale-sampled-draft-tokens-accuracy")
     assert kb.match(mrv2, kb.Deployment(method="mtp", args={"model": "m"}, env={"VLLM_USE_V2_MODEL_RUNNER": "1"}))
     assert kb.match(mrv2, kb.Deployment(method="mtp", args={"model": "m"})) is None
+
+
+def test_an_inferred_range_without_a_lower_end_is_unbounded_below() -> None:
+    from spec_doctor.collectors.core import InferredVersion
+
+    span = kb.release_span(InferredVersion(Version("0.7.3"), "log", None, Version("0.7.3"), False, 0.9))
+    assert span is not None and span.low < Version("0.4.0") and span.high == Version("0.7.3")
+    assert kb.coverage(_row("v0-draft-tp-chunked-prefill-keyerror"), span) == "part"  # fixed in 0.6.5

@@ -205,7 +205,7 @@ def _evidence(m: Match, ver: ReleaseSpan, cover: str, d: Deployment) -> list[Evi
     ev.append(Evidence("config", said))
     if m.unknown:
         ev.append(Evidence("config", "not shown by the inputs (assumed): " + "; ".join(m.unknown)))
-    how = {"advisory": "the advisory's fixed version", "release-notes": "the release notes",
+    how = {"git-tag": "the first release tag containing the fix commit", "advisory": "the advisory's fixed version", "release-notes": "the release notes",
            "catalogue": "the message catalogue", "pr-date": f"the fix PR's date ({bug.pr_date}) against release "
                                                               "dates", "issue-comment": "the issue thread"}
     ev.append(Evidence(bug.source, f"fixed in {bug.fixed_in} (from {how.get(bug.fixed_basis, bug.fixed_basis)})"))

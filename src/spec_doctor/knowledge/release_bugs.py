@@ -150,9 +150,10 @@ def for_release() -> tuple[KnownBug, ...]:
 
 
 def generic_bug(name: str) -> dict[str, Any]:
-    """What a symptom means when no row names it ([generic.NAME]: meaning, fix, commands, source)."""
+    """What a symptom or metric pattern means when no row names it ([generic.NAME]: meaning, fix, commands, source;
+    the moved log-pattern rows also category, versions, title), with its `id`."""
     row: dict[str, Any] = table().get("generic", {}).get(name, {})
-    return row
+    return {"id": name, **row} if row else {}
 
 
 def release_dates() -> dict[str, dt.date]:
@@ -399,24 +400,34 @@ def release_span(version: Any = None, release_range: Any = None) -> ReleaseSpan 
         value = getattr(version, "value", version)
         source = str(getattr(version, "source", "vllm.version"))
         if getattr(version, "inferred", False):
-            low = _base(getattr(version, "low", None) or value)
-            high = _base(getattr(version, "high", None) or value)
-            if low is not None and high is not None:
-                label = version.label() if hasattr(version, "label") else str(value)
-                return ReleaseSpan(low, high, True, bool(getattr(version, "high_open", False)), source, label)
+            span = _range_span(getattr(version, "low", None), getattr(version, "high", None) or value,
+                               bool(getattr(version, "high_open", False)), source)
+            if span is not None:
+                label = version.label() if hasattr(version, "label") else span.label
+                return ReleaseSpan(span.low, span.high, True, span.high_open, source, label)
         else:
             base = _base(value)
             if base is not None:
                 return ReleaseSpan(base, base, False, False, source, str(value))
-    low, high = getattr(release_range, "low", None), getattr(release_range, "high", None)
+    span = _range_span(getattr(release_range, "low", None), getattr(release_range, "high", None),
+                       bool(getattr(release_range, "high_open", False)), "vllm.version_range")
+    if span is None or not hasattr(release_range, "label"):
+        return span
+    return ReleaseSpan(span.low, span.high, True, span.high_open, span.source, release_range.label())
+
+
+_EARLIEST = Version("0")
+
+
+def _range_span(low: Any, high: Any, high_open: bool, source: str) -> ReleaseSpan | None:
+    """An inferred range; a missing end is unbounded (no low: any earlier release; no high: open upwards)."""
     if low is None and high is None:
         return None
-    lo, hi = _base(low or high), _base(high or low)
+    lo = _base(low) if low is not None else _EARLIEST
+    hi = _base(high) if high is not None else lo
     if lo is None or hi is None:
         return None
-    label = release_range.label() if hasattr(release_range, "label") else f"{lo}-{hi}"
-    return ReleaseSpan(lo, hi, True, bool(getattr(release_range, "high_open", False)) or high is None,
-                       "vllm.version_range", label)
+    return ReleaseSpan(lo, hi, True, high_open or high is None, source, f"{low or '?'}-{high or '?'}")
 
 
 def coverage(bug: KnownBug, span: ReleaseSpan) -> str | None:
