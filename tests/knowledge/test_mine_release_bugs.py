@@ -4,35 +4,28 @@ counted), the symptom class and methods/features its subject names, and the tabl
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from conftest import load_script
 
-
-def _script():
-    spec = importlib.util.spec_from_file_location("mine_release_bugs", REPO / "scripts" / "mine_release_bugs.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["mine_release_bugs"] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-mrb = _script()
+mrb = load_script("mine_release_bugs")
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
 
-def _git(repo: Path, *args: str) -> str:
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
-           "HOME": str(repo), "PATH": "/usr/bin:/bin"}
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env).stdout
+def _env(repo: Path, date: str = "2024-01-01") -> dict[str, str]:
+    return {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
+            "GIT_AUTHOR_DATE": date + "T12:00:00", "GIT_COMMITTER_DATE": date + "T12:00:00", "HOME": str(repo),
+            "PATH": "/usr/bin:/bin"}
+
+
+def _git(repo: Path, *args: str, date: str = "2024-01-01") -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                          env=_env(repo, date)).stdout
 
 
 def _commit(repo: Path, path: str, subject: str, date: str) -> None:
@@ -40,10 +33,7 @@ def _commit(repo: Path, path: str, subject: str, date: str) -> None:
     f.parent.mkdir(parents=True, exist_ok=True)
     f.write_text(f.read_text() + subject + "\n" if f.exists() else subject + "\n")
     _git(repo, "add", "-A")
-    subprocess.run(["git", "-C", str(repo), "commit", "-q", "-m", subject], check=True, env={
-        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
-        "GIT_AUTHOR_DATE": date + "T12:00:00", "GIT_COMMITTER_DATE": date + "T12:00:00", "HOME": str(repo),
-        "PATH": "/usr/bin:/bin"})
+    _git(repo, "commit", "-q", "-m", subject, date=date)
 
 
 @pytest.fixture(scope="module")
