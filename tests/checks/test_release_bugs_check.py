@@ -198,3 +198,13 @@ def test_log_evidence_outranks_the_complaint() -> None:
     found = _run(facts)
     assert [f.id for f in found if f.data["bug"] == "mtp-deepseek-v1-broken-0.9"] == ["releasebugs.symptom.match"]
     assert not [f for f in _complaint(found) if f.data["symptom"] == "crash"]
+
+
+def test_a_not_supported_complaint_names_an_unsupported_combination() -> None:
+    facts = _facts(cmd="vllm serve ai21labs/AI21-Jamba-Mini-1.6 --speculative-config "
+                       "'{\"method\":\"ngram\",\"num_speculative_tokens\":3,\"prompt_lookup_max\":4}'",
+                   vllm_version="0.10.1", symptoms=("vLLM says speculative decoding is not supported for this model",))
+    assert "unsupported" in facts["symptom.complaint"]["classes"]
+    found = _complaint(_run(facts))
+    assert len(found) == 1 and "v1-mamba-spec-not-supported" in found[0].data["bugs"]
+    assert found[0].category.value == "config-unsupported-combo"
