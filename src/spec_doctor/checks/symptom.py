@@ -25,15 +25,11 @@ from spec_doctor.knowledge.deployment import speculative_config_flag
 from spec_doctor.knowledge.models import DRAFT_MODEL, method_family
 from spec_doctor.knowledge.observed import judge_acceptance, run_acceptance, verification_bound
 from spec_doctor.knowledge.specdata import method_support
-from spec_doctor.knowledge.symptoms import CLASSES, SYMPTOMS_FILE, SymptomClass, symptom_classes
+from spec_doctor.knowledge.symptoms import CLASSES, SYMPTOMS_FILE, SymptomClass, rule_confidence_gain, symptom_classes
 from spec_doctor.knowledge.temperature import HOT_TEMPERATURE
 from spec_doctor.parsers.symptom import matches
 
 _OFF = "remove --speculative-config (plain decoding)"
-# How sure a complaint alone makes a diagnosis: the class's most common cause with nothing else known, or one a
-# fact of this setup points to (a rule fired). Low either way: a complaint names no cause.
-_CONFIDENCE_DEFAULT = 0.3
-_CONFIDENCE_RULE = 0.45
 # Releases that cannot run a configured method (knowledge/data/methods.toml statuses).
 _NOT_IN_RELEASE = ("removed", "unsupported", "not-yet")
 # The complaints that are never a healthy run.
@@ -132,6 +128,13 @@ def _ttft_or_long_prompts(s: _Setup) -> Evidence | None:
     return None
 
 
+def _complaint_high_load(s: _Setup) -> Evidence | None:
+    """The complaint says the run was at high concurrency (the workload the user describes, not a cause)."""
+    if matches(str(s.complaint.get("text") or ""), symptom_classes()["slowdown"].load_patterns):
+        return Evidence("--symptom", "the complaint describes a high-concurrency workload")
+    return None
+
+
 def _draft_other_family(s: _Setup) -> Evidence | None:
     """A separate draft model whose files show another vocabulary or model type than the target's."""
     p = s.pair
@@ -175,7 +178,7 @@ def _draft_large(s: _Setup) -> Evidence | None:
 CONDITIONS: dict[str, Condition] = {
     "acceptance-zero": _acceptance_zero, "acceptance-low": _acceptance_low, "temperature-hot": _temperature_hot,
     "concurrency-high": _concurrency_high, "target-small": _target_small, "k-large": _k_large,
-    "ttft-or-long-prompts": _ttft_or_long_prompts, "draft-other-family": _draft_other_family,
+    "ttft-or-long-prompts": _ttft_or_long_prompts, "complaint-high-load": _complaint_high_load, "draft-other-family": _draft_other_family,
     "separate-draft-model": _separate_draft_model, "method-not-in-release": _method_not_in_release,
     "draft-large": _draft_large,
 }
@@ -252,12 +255,15 @@ def differential(facts: Mapping[str, Any]) -> list[Finding]:
         confirm = "; ".join(dict.fromkeys(m[0].confirm for m in members))
         fix_text = next((m[0].fix for m in members if m[0].fix), "")
         out.append(Finding(
-            f"symptom.{lead.name}", cat, severity, _CONFIDENCE_RULE if decided else _CONFIDENCE_DEFAULT,
-            f"Your complaint ({', '.join(names)}) with this setup most often means {cat.value}: {why}",
-            (quote, *decided, Evidence(f"knowledge/data/{SYMPTOMS_FILE}",
-                                       f"'{lead.name}' points at {', '.join(c.value for c in lead.points_at)}")),
+            f"symptom.{lead.name}", cat, severity,
+            # how sure the complaint alone makes it (symptoms.toml: per class; more when a fact of this setup decided)
+            round(max(m[0].confidence for m in members) + (rule_confidence_gain() if decided else 0.0), 3),
+            f"Your complaint ({', '.join(names)}) with this setup most often means {cat.value}"
+            + ("" if decided else " (from the complaint alone)"),
+            (quote, *decided, Evidence(f"knowledge/data/{SYMPTOMS_FILE} [class.{lead.name}]", why)),
             Fix((f"{fix_text}. " if fix_text else "") + f"To confirm: {confirm}", _commands(cat, lead, setup)),
-            impact="A pointer from the complaint alone; the facts named above are what it rests on.",
+            impact=("A pointer from the complaint and the facts above" if decided else
+                    "A pointer from the complaint alone") + "; confirm it before acting on it.",
             impact_score=0.5,
             data={"classes": names, "stage": complaint.get("stage"), "corroborates": corroborates,
                   "complaint": True, "never_healthy": any(n in _NEVER_HEALTHY for n in names),

@@ -33,6 +33,7 @@ class SymptomClass:
     patterns: tuple[re.Pattern[str], ...]
     source: str
     severity: str
+    confidence: float
     points_at: tuple[Category, ...]
     default: Category
     why: str
@@ -41,6 +42,7 @@ class SymptomClass:
     fix: str = ""
     commands: tuple[str, ...] = ()
     prefill_patterns: tuple[re.Pattern[str], ...] = ()
+    load_patterns: tuple[re.Pattern[str], ...] = ()
 
 
 def compile_pattern(text: str) -> re.Pattern[str]:
@@ -59,12 +61,17 @@ def symptom_classes() -> dict[str, SymptomClass]:
     for name, row in table()["class"].items():
         out[name] = SymptomClass(
             name=name, patterns=tuple(compile_pattern(p) for p in row["patterns"]), source=row["source"],
-            severity=row["severity"], points_at=tuple(Category(c) for c in row["points_at"]),
+            severity=row["severity"], confidence=float(row["confidence"]), points_at=tuple(Category(c) for c in row["points_at"]),
             default=Category(row["default"]), why=row["why"], confirm=row["confirm"],
             rules=tuple(Rule(r["when"], Category(r["category"]), r["why"]) for r in row.get("rules", ())),
             fix=row.get("fix", ""), commands=tuple(row.get("commands", ())),
-            prefill_patterns=tuple(compile_pattern(p) for p in row.get("prefill_patterns", ())))
+            prefill_patterns=tuple(compile_pattern(p) for p in row.get("prefill_patterns", ())),
+            load_patterns=tuple(compile_pattern(p) for p in row.get("load_patterns", ())))
     return out
+
+
+def rule_confidence_gain() -> float:
+    return float(table()["rule_confidence_gain"])
 
 
 @dataclass(frozen=True)

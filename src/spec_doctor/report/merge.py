@@ -145,15 +145,18 @@ def merge_findings(findings: Iterable[Finding]) -> list[Finding]:
 
 
 def _fit(f: Finding, s: Finding) -> tuple[int, float]:
-    """How well finding ``f`` explains the complaint ``s``: its own category first, then by score."""
+    """How well finding ``f`` explains the complaint ``s``: the category the complaint's differential picked first,
+    then by score."""
     return (f.category is s.category, f.score)
 
 
 def _corroborate(findings: list[Finding], s: Finding) -> list[Finding]:
-    """One diagnosis per root cause: a complaint that another finding explains (its category is one the complaint
-    points at) is folded into the best such finding -- its evidence added, its confidence raised by the
-    complaint-fit factor, its severity at least the complaint's (a crash, wrong output, a hang or running out of
-    memory is never healthy) -- instead of standing as a second finding of that cause. Unexplained, it stands
+    """One diagnosis per root cause: a complaint that other findings explain (their category is one the complaint
+    points at) adds no finding of its own. Every such finding gains the complaint-fit factor (confidence c becomes
+    c + fit * c * (1 - c): the order among them stays what their own evidence says); the best one -- of the category the
+    complaint's differential picked from the facts, else the highest ranked -- takes the complaint's quote ("seen
+    in: your complaint") and, when it is the picked category or the complaint is never healthy (a crash, wrong
+    output, a hang, running out of memory), at least the complaint's severity. Unexplained, the complaint stands
     alone, said not borne out when an observed healthy note rules its category out."""
     cats = set(corroborates(s))
     candidates = [i for i, f in enumerate(findings) if f.category is not Category.HEALTHY and f.category.value in cats]
@@ -164,21 +167,25 @@ def _corroborate(findings: list[Finding], s: Finding) -> list[Finding]:
         if note is not None and not s.data.get("never_healthy"):
             alone = _not_borne_out(alone, note)
         return [*findings, alone]
+    fit = float(_table()["complaint"]["fit"])
+    findings = list(findings)
+    for i in candidates:
+        f = findings[i]
+        # c + fit * c * (1 - c): rises, stays below 1, and keeps the order of any two findings it raises
+        findings[i] = replace(f, confidence=round(f.confidence + fit * f.confidence * (1 - f.confidence), 4))
     best = max(candidates, key=lambda i: _fit(findings[i], s))
     f = findings[best]
-    fit = float(_table()["complaint"]["fit"])
-    keep_info = f.severity is Severity.INFO and "not_borne_out" in f.data and not s.data.get("never_healthy")
-    severity = f.severity if keep_info or f.severity.rank >= s.severity.rank else s.severity
+    never_healthy = bool(s.data.get("never_healthy"))
+    promote = never_healthy or (f.category is s.category and "not_borne_out" not in f.data)
+    severity = s.severity if promote and s.severity.rank > f.severity.rank else f.severity
     seen = {(e.source, e.detail) for e in f.evidence}
-    evidence = (*f.evidence, *(e for e in s.evidence if (e.source, e.detail) not in seen
-                               and e.source == "--symptom"))
+    evidence = (*f.evidence, *(e for e in s.evidence if (e.source, e.detail) not in seen and e.source == "--symptom"))
     labels = list(dict.fromkeys([*(f.data.get("seen_in") or [source_label(f)]), source_label(s)]))
     absorbed = [*(f.data.get("merged") or []), {"id": s.id, "check": s.check_id, "severity": s.severity.value,
                                                  "title": s.title, "evidence": "complaint"}]
-    findings = list(findings)
-    findings[best] = replace(f, severity=severity, confidence=round(f.confidence + (1 - f.confidence) * fit, 3),
-                             evidence=evidence, data={**f.data, "seen_in": labels, "merged": absorbed,
-                                                      "corroborated_by": {"id": s.id, "classes": s.data.get("classes")}})
+    findings[best] = replace(f, severity=severity, evidence=evidence,
+                             data={**f.data, "seen_in": labels, "merged": absorbed,
+                                   "corroborated_by": {"id": s.id, "classes": s.data.get("classes")}})
     return findings
 
 
