@@ -89,9 +89,41 @@ AREAS: list[tuple[str, re.Pattern[str]]] = [(a, re.compile(p)) for a, p in [
                      r"|^vllm/transformers_utils/(?:config|tokenizer)\w*\.py$"),
     ("utils", r"^vllm/utils/|^vllm/(?:logger|envs|exceptions|_custom_ops)\.py$"),
     ("entrypoints", r"^vllm/entrypoints/"),
+    # vLLM's Ascend NPU plugin (vllm-ascend, package vllm_ascend): its own proposers and spec-decode patches, model
+    # runners (eager, ACL graph, torchair graph), attention backends, config checks and platform. Its areas are
+    # named ascend-*; each plays the role of one vLLM area for the rules (AREA_ROLE).
+    ("ascend-spec", r"^vllm_ascend/(?:spec_decode/|_310p/spec_decode/|worker/v2/spec_decode/|ops/triton/spec_decode/"
+                    r"|worker/(?:mtp_proposer\w*|draft_model_runner|multi_step_\w+|eagle\w*)\.py$"
+                    r"|sample/rejection_sampler\.py$|torchair/models/\w*mtp\w*\.py$|models/\w*mtp\w*\.py$"
+                    r"|patch/(?:\w+/)*patch_(?:spec_decode\w*|multi_step_worker|\w*eagle\w*|\w*mtp\w*"
+                    r"|rejection_sampler|\w*dflash\w*|\w*draft\w*|\w*speculat\w*)\.py$)"),
+    ("ascend-graph", r"^vllm_ascend/(?:compilation/|worker/v2/aclgraph\w*\.py$|torchair/(?:utils|__init__)\.py$"
+                     r"|patch/(?:\w+/)*patch_(?:\w*cudagraph\w*|npugraph\w*|\w*graph\w*)\.py$)"),
+    ("ascend-kv-cache", r"^vllm_ascend/(?:core/(?:\w*block_pool|\w*kv_cache\w*)\.py$|worker/(?:block_table"
+                        r"|cache_engine)\.py$|patch/(?:\w+/)*patch_\w*(?:kv_cache|block)\w*\.py$|kv_offload/)"),
+    ("ascend-scheduler", r"^vllm_ascend/core/\w*schedul\w*\.py$|^vllm_ascend/patch/(?:\w+/)*patch_\w*schedul\w*\.py$"),
+    ("ascend-config", r"^vllm_ascend/(?:ascend_config|envs|patch_config)\.py$"
+                      r"|^vllm_ascend/patch/(?:\w+/)*patch_\w*config\w*\.py$"),
+    ("ascend-model-runner", r"^vllm_ascend/(?:worker/(?:\w*model_runner\w*|npu_input_batch|v2/|pcp_utils)"
+                            r"|torchair/torchair_model_runner|_310p/\w*model_runner\w*|xlite/)"
+                            r"|^vllm_ascend/patch/(?:\w+/)*patch_\w*model_runner\w*\.py$"),
+    ("ascend-worker", r"^vllm_ascend/(?:worker/|torchair/torchair_worker|_310p/worker)"),
+    ("ascend-attention", r"^vllm_ascend/(?:attention/|torchair/torchair_(?:attention|mla|sfa)|_310p/attention/)"),
+    ("ascend-sampling", r"^vllm_ascend/sample/"),
+    ("ascend-quantization", r"^vllm_ascend/(?:quantization/|_310p/quantization/|torchair/quantization/)"),
+    ("ascend-platform", r"^vllm_ascend/(?:platform|utils|soc_info|cpu_binding|__init__|ascend_forward_context)\.py$"
+                        r"|^vllm_ascend/(?:device/|patch/platform/)"),
+    ("ascend-engine", r"^vllm_ascend/patch/"),
 ]]
 SPEC_AREAS = {"spec-v1", "spec-v0", "spec-config", "spec-model", "spec-sampler"}
 CONFIG_AREAS = frozenset({"spec-config", "config", "args"})
+# The vLLM area each plugin area plays the part of: the rules read both names (a rule for "model-runner" holds in
+# the plugin's NPU model runner too).
+AREA_ROLE = {"ascend-spec": "spec-v1", "ascend-graph": "compilation", "ascend-kv-cache": "kv-cache",
+             "ascend-scheduler": "scheduler", "ascend-config": "config", "ascend-model-runner": "model-runner",
+             "ascend-worker": "worker", "ascend-attention": "attention", "ascend-sampling": "sampling",
+             "ascend-quantization": "quantization", "ascend-platform": "platform", "ascend-engine": "engine"}
+ASCEND_AREAS = frozenset(AREA_ROLE)
 
 
 def area_of(path: str) -> str | None:
@@ -99,6 +131,11 @@ def area_of(path: str) -> str | None:
         if rx.search(path):
             return name
     return None
+
+
+def role_of(area: str) -> str:
+    """The vLLM area a (plugin) area plays the part of for the rules; a vLLM area is its own."""
+    return AREA_ROLE.get(area, area)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -115,7 +152,8 @@ class Rule:
     fix: str = ""
 
     def matches(self, text: str, kind: str, area: str, spec: bool) -> bool:
-        if (self.areas is not None and area not in self.areas) or area in self.not_areas:
+        names = {area, role_of(area)}
+        if (self.areas is not None and not names & self.areas) or names & self.not_areas:
             return False
         if self.kinds is not None and kind not in self.kinds and not (ANY_EXC in self.kinds and is_exception(kind)):
             return False
@@ -193,6 +231,13 @@ RULES: list[Rule] = [
          r"(?:draft|propos|eagle|mtp)\w*.{0,80}(?:eager mode|without (?:cuda ?graphs|compil))", spec=True,
          kinds=LOG_KINDS,
          fix="The drafter runs eagerly: each draft step pays full launch overhead; enable its CUDA graphs."),
+    # The plugin's graph modes (ACL graph, the torchair graph, npugraph_ex): Ascend's CUDA graphs.
+    Rule("npu-graph", "cuda-graph",
+         r"acl ?graph|aclgraph|npu ?graph|npugraph|torchair|graph[ _]mode|graph capture|captur\w* (?:the )?graph|"
+         r"enforce[_ -]?eager|eager mode|\bpiecewise\b|full_decode_only|cudagraph|cuda ?graph",
+         areas=ASCEND_AREAS,
+         fix="Check the graph mode the target and drafter run with on the NPU (ACL graph: compilation_config."
+             "cudagraph_mode; torchair: additional_config torchair_graph_config); drop --enforce-eager unless needed."),
     # CUDA graphs and their modes.
     Rule("cuda-graph", "cuda-graph",
          r"cuda ?graph|cudagraph|graph capture|captur\w* (?:the )?graph|enforce[_ -]?eager|eager mode|"
@@ -242,6 +287,21 @@ RULES: list[Rule] = [
          fix="Use the setting's current name/form for the installed release (see `vllm serve --help`)."),
     Rule("argparse", "config-deprecated", kinds=_f("argparse", "ArgumentTypeError", "ArgumentError"),
          fix="Fix the command-line argument as the error says (see `vllm serve --help` for this release)."),
+    # The plugin's software stack (CANN, torch_npu, triton-ascend) and the Ascend chips it runs on.
+    Rule("npu-versions", "env-version",
+         r"\bcann\b|torch[_ -]npu|triton[_ -]ascend|mindie|(?:vllm|vllm-ascend|vllm_ascend) version|"
+         r"(?:upgrade|update|install)\w* (?:to )?(?:the )?(?:latest|newer|vllm|torch)|is not installed|no module named|"
+         r"(?:please|pip) install|version\w* (?:of )?\S+ (?:is )?(?:required|too old|not supported)",
+         areas=ASCEND_AREAS, kinds=EXC_KINDS | LOG_KINDS,
+         fix="Install the CANN, torch_npu and vLLM versions this vllm-ascend release pins (its release "
+             "compatibility matrix)."),
+    Rule("npu-platform", "env-platform",
+         r"not (?:yet |currently )?supported (?:on|for|by) (?:the )?(?:this )?(?:npu|ascend|atlas|310p|a2|a3|soc|"
+         r"device|platform|current)|\b310p\b|\bsoc\b|ascend ?(?:310|910)|atlas|only (?:supported|available) on|"
+         r"(?:npu|ascend) (?:does not|doesn't) support",
+         areas=ASCEND_AREAS, kinds=EXC_KINDS | LOG_KINDS,
+         fix="The Ascend NPU (or this chip) limits this feature: turn the feature off or run it on a supported "
+             "Atlas/Ascend device."),
     # Platform limits.
     Rule("platform", "env-platform",
          r"not (?:yet )?supported (?:on|for) (?:the )?(?:this )?(?:platform|cpu|rocm|tpu|xpu|hpu|neuron|windows|"
@@ -401,7 +461,7 @@ assert len({r.name for r in RULES}) == len(RULES), "rule names must be unique"
 
 
 def spec_related(text: str, holes: str, area: str) -> bool:
-    return area in SPEC_AREAS or bool(re.search(SPEC, text, re.I)) or \
+    return role_of(area) in SPEC_AREAS or bool(re.search(SPEC, text, re.I)) or \
         bool(re.search(r"specul|draft", holes, re.I))
 
 
@@ -834,11 +894,35 @@ def vkey(v: str) -> tuple[int, ...]:
 RELEASE = re.compile(r"\d+\.\d+\.\d+(?:\.\d+)?(?:\.post\d+)?")
 
 
+@dataclass(frozen=True)
+class Project:
+    """What is mined: vLLM itself, or a platform plugin released on its own (vllm-ascend) whose tags are its own
+    releases (each pinned to a vLLM release), never vLLM's."""
+
+    name: str  # the distribution on the package index
+    package: str  # the top-level package whose files are mined
+    dist: str  # the archive name prefix (vllm-X.tar.gz, vllm_ascend-X.tar.gz)
+    release: re.Pattern[str]  # which version strings are releases
+    min_version: str
+    repo: str  # where its source and tags live
+
+
+PROJECTS = {
+    "vllm": Project("vllm", "vllm", "vllm", RELEASE, MIN_VERSION, "https://github.com/vllm-project/vllm"),
+    # vllm-ascend publishes release candidates as its releases (v0.9.2rc1, v0.10.0rc1, ... between finals).
+    "vllm-ascend": Project("vllm-ascend", "vllm_ascend", "vllm_ascend",
+                           re.compile(r"\d+\.\d+\.\d+(?:\.post\d+)?(?:rc\d+)?"), "0.7.1rc1",
+                           "https://github.com/vllm-project/vllm-ascend"),
+}
+VLLM = PROJECTS["vllm"]
+
+
 class GitSource:
-    def __init__(self, git_dir: str):
+    def __init__(self, git_dir: str, project: Project = VLLM):
         self.git_dir = git_dir
+        self.project = project
         tags = self._git("tag", "--list").split()
-        self.tags = {t[1:]: t for t in tags if t.startswith("v") and RELEASE.fullmatch(t[1:])}
+        self.tags = {t[1:]: t for t in tags if t.startswith("v") and project.release.fullmatch(t[1:])}
         self.kind = "git"
         self.origin = f"git tags of {os.path.basename(os.path.abspath(git_dir))}"
 
@@ -849,9 +933,16 @@ class GitSource:
     def versions(self) -> list[str]:
         return sorted(self.tags, key=vkey)
 
+    def read(self, version: str, path: str) -> str | None:
+        """One file of a release (a document: the plugin's compatibility matrix), or None."""
+        try:
+            return self._git("show", f"{self.tags[version]}:{path}")
+        except subprocess.CalledProcessError:
+            return None
+
     def files(self, version: str) -> Iterator[tuple[str, str]]:
         tag = self.tags[version]
-        paths = [p for p in self._git("ls-tree", "-r", "--name-only", tag, "--", "vllm").splitlines()
+        paths = [p for p in self._git("ls-tree", "-r", "--name-only", tag, "--", self.project.package).splitlines()
                  if p.endswith(".py") and area_of(p)]
         if not paths:
             return
@@ -875,22 +966,25 @@ class GitSource:
 
 class SdistSource:
     """A folder of release archives: sdists vllm-X.tar.gz, and wheels vllm-X-*.whl for the releases published
-    without an sdist (0.4.0, 0.4.0.post1, 0.15.0, 0.15.1 on PyPI); a wheel holds the same vllm/*.py files."""
+    without an sdist (0.4.0, 0.4.0.post1, 0.15.0, 0.15.1 on PyPI); a wheel holds the same vllm/*.py files.
+    For a plugin, its own archives (vllm_ascend-X.tar.gz)."""
 
-    def __init__(self, folder: str):
+    def __init__(self, folder: str, project: Project = VLLM):
         self.folder = Path(folder)
+        self.project = project
         self.archives: dict[str, Path] = {}
-        for f in sorted(self.folder.glob("vllm-*.whl")):
+        pre = project.dist + "-"
+        for f in sorted(self.folder.glob(pre + "*.whl")):
             v = f.name.split("-")[1]
-            if RELEASE.fullmatch(v):
+            if project.release.fullmatch(v):
                 self.archives.setdefault(v, f)
-        for f in self.folder.glob("vllm-*.tar.gz"):
-            v = f.name[len("vllm-"):-len(".tar.gz")]
-            if RELEASE.fullmatch(v):
+        for f in self.folder.glob(pre + "*.tar.gz"):
+            v = f.name[len(pre):-len(".tar.gz")]
+            if project.release.fullmatch(v):
                 self.archives[v] = f  # the sdist when there is one
         self.kind = "sdist"
-        self.origin = ("release archives from PyPI: sdists (vllm-X.tar.gz, sha256 checked against the index), "
-                       "wheels where a release has no sdist")
+        self.origin = (f"release archives from PyPI: sdists ({project.dist}-X.tar.gz, sha256 checked against the "
+                       "index), wheels where a release has no sdist")
 
     def versions(self) -> list[str]:
         return sorted(self.archives, key=vkey)
@@ -898,48 +992,82 @@ class SdistSource:
     def wheels(self) -> list[str]:
         return [v for v in self.versions() if self.archives[v].suffix == ".whl"]
 
-    def files(self, version: str) -> Iterator[tuple[str, str]]:
+    def _members(self, version: str) -> Iterator[tuple[str, Callable[[], bytes | None]]]:
         arch = self.archives[version]
         if arch.suffix == ".whl":
             with zipfile.ZipFile(arch) as zf:
                 for name in zf.namelist():
-                    if name.endswith(".py") and area_of(name):
-                        yield name, zf.read(name).decode("utf-8", "replace")
+                    yield name, lambda name=name: zf.read(name)  # type: ignore[misc]
             return
         with tarfile.open(arch, "r:gz") as tf:
             for m in tf:
-                if not m.isfile() or not m.name.endswith(".py"):
-                    continue
-                rel = m.name.split("/", 1)[1] if "/" in m.name else m.name
-                if not area_of(rel):
-                    continue
-                fh = tf.extractfile(m)
-                if fh is not None:
-                    yield rel, fh.read().decode("utf-8", "replace")
+                if m.isfile():
+                    rel = m.name.split("/", 1)[1] if "/" in m.name else m.name
+                    yield rel, lambda m=m: (fh.read() if (fh := tf.extractfile(m)) is not None else None)  # type: ignore[misc]
+
+    def read(self, version: str, path: str) -> str | None:
+        for rel, data in self._members(version):
+            if rel == path:
+                got = data()
+                return got.decode("utf-8", "replace") if got is not None else None
+        return None
+
+    def files(self, version: str) -> Iterator[tuple[str, str]]:
+        for rel, data in self._members(version):
+            if rel.endswith(".py") and area_of(rel):
+                got = data()
+                if got is not None:
+                    yield rel, got.decode("utf-8", "replace")
 
 
-def download_sdists(dest: str, min_version: str = MIN_VERSION) -> list[str]:
+class ChainSource:
+    """The git tags, and the release archives for releases the git snapshot does not have yet (a plugin's newest
+    releases reach PyPI before a snapshot is taken)."""
+
+    def __init__(self, git: GitSource, sdists: SdistSource):
+        self.git, self.sdists = git, sdists
+        self.kind = "git+sdist"
+        self.origin = f"{git.origin}; for releases without a tag there: {sdists.origin}"
+
+    def _of(self, version: str) -> GitSource | SdistSource:
+        return self.git if version in self.git.tags else self.sdists
+
+    def versions(self) -> list[str]:
+        return sorted(set(self.git.versions()) | set(self.sdists.versions()), key=vkey)
+
+    def read(self, version: str, path: str) -> str | None:
+        return self._of(version).read(version, path)
+
+    def files(self, version: str) -> Iterator[tuple[str, str]]:
+        return self._of(version).files(version)
+
+
+Source = GitSource | SdistSource | ChainSource
+
+
+def download_sdists(dest: str, min_version: str = MIN_VERSION, project: Project = VLLM) -> list[str]:
     """Fetch every release >= min_version that `dest` lacks from PyPI's simple index (PEP 691 JSON), sha256
     checked: its sdist, or for a release published without one, its smallest x86_64 wheel."""
     os.makedirs(dest, exist_ok=True)
-    req = urllib.request.Request("https://pypi.org/simple/vllm/",
+    req = urllib.request.Request(f"https://pypi.org/simple/{project.name}/",
                                  headers={"Accept": "application/vnd.pypi.simple.v1+json"})
     with urllib.request.urlopen(req, timeout=60) as r:  # noqa: S310 - the package index, https only
         index = json.load(r)
     per_version: dict[str, dict] = {}
+    dist = re.escape(project.dist)
     for f in index.get("files", []):
         if f.get("yanked") or not f["url"].startswith("https://"):
             continue
-        m = re.fullmatch(r"vllm-(.+)\.tar\.gz", f["filename"])
-        w = re.fullmatch(r"vllm-([^-]+)-.*x86_64\.whl", f["filename"])
+        m = re.fullmatch(rf"{dist}-(.+)\.tar\.gz", f["filename"])
+        w = re.fullmatch(rf"{dist}-([^-]+)-.*x86_64\.whl", f["filename"])
         v = m.group(1) if m else w.group(1) if w else None
-        if v is None or not RELEASE.fullmatch(v) or vkey(v) < vkey(min_version):
+        if v is None or not project.release.fullmatch(v) or vkey(v) < vkey(min_version):
             continue
         best = per_version.get(v)
         if best is None or (m and not best["filename"].endswith(".tar.gz")) or \
                 (w and not best["filename"].endswith(".tar.gz") and f.get("size", 0) < best.get("size", 0)):
             per_version[v] = f
-    have = set(SdistSource(dest).versions())
+    have = set(SdistSource(dest, project).versions())
     got = []
     for v, f in sorted(per_version.items(), key=lambda kv: vkey(kv[0])):
         if v in have:
@@ -956,15 +1084,16 @@ def download_sdists(dest: str, min_version: str = MIN_VERSION) -> list[str]:
     return got
 
 
-def index_versions() -> list[str]:
-    """Release versions on the package index (`pip index versions vllm`), or [] when it cannot be asked."""
+def index_versions(project: Project = VLLM) -> list[str]:
+    """Release versions on the package index (`pip index versions NAME`), or [] when it cannot be asked."""
     try:
-        out = subprocess.run([sys.executable, "-m", "pip", "index", "versions", "vllm"], capture_output=True,
+        out = subprocess.run([sys.executable, "-m", "pip", "index", "versions", project.name], capture_output=True,
                              text=True, timeout=300).stdout
     except (OSError, subprocess.SubprocessError):
         return []
     m = re.search(r"Available versions:\s*(.+)", out)
-    return sorted((v.strip() for v in m.group(1).split(",") if RELEASE.fullmatch(v.strip())), key=vkey) if m else []
+    return sorted((v.strip() for v in m.group(1).split(",") if project.release.fullmatch(v.strip())),
+                  key=vkey) if m else []
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -980,7 +1109,7 @@ class Agg:
     sites: dict[str, tuple[str, int]] = field(default_factory=dict)  # path -> (newest tag, line)
 
 
-def mine(source: GitSource | SdistSource, min_version: str = MIN_VERSION, max_version: str | None = None,
+def mine(source: Source, min_version: str = MIN_VERSION, max_version: str | None = None,
          log: bool = True) -> tuple[list[str], dict[str, Agg]]:
     versions = [v for v in source.versions() if vkey(v) >= vkey(min_version)
                 and (max_version is None or vkey(v) <= vkey(max_version))]
@@ -1030,8 +1159,88 @@ def ranges(present: list[str], releases: list[str]) -> list[list[str]]:
     return [[releases[a], releases[b]] for a, b in out]
 
 
+# The plugin's release compatibility matrix: each release -> the vLLM release(s) it runs on, and its CANN / torch /
+# torch_npu. Read from each release's own copy of its versioning policy (a newer copy's row wins).
+MATRIX_DOCS = ("docs/source/community/versioning_policy.md", "docs/source/developer_guide/versioning_policy.md")
+MATRIX_COLUMNS = {"vllm": r"^vllm$", "python": r"^python$", "cann": r"cann", "torch": r"pytorch|torch"}
+
+
+def parse_matrix(text: str, project: Project) -> dict[str, dict[str, Any]]:
+    """Rows of the markdown table whose first column is the plugin's release (`| v0.9.1 | v0.9.1 | ... |`)."""
+    out: dict[str, dict[str, Any]] = {}
+    cols: dict[str, int] = {}
+    for line in text.splitlines():
+        if not line.lstrip().startswith("|"):
+            cols = {} if not line.strip() else cols
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        names = [c.lower() for c in cells]
+        if names and "ascend" in names[0] and any(n == "vllm" for n in names):
+            cols = {}
+            for key, rx in MATRIX_COLUMNS.items():
+                i = next((i for i, n in enumerate(names[1:], 1) if re.search(rx, n) and i not in cols.values()), None)
+                if i is not None:
+                    cols[key] = i
+            continue
+        if not cols or not cells or not re.fullmatch(r"v?" + project.release.pattern, cells[0]):
+            continue
+        row: dict[str, Any] = {}
+        vllm = cells[cols["vllm"]] if "vllm" in cols and cols["vllm"] < len(cells) else ""
+        row["vllm"] = [x.strip().lstrip("v") for x in re.split(r"[/,]", vllm) if re.fullmatch(
+            r"v?\d+\.\d+\.\d+(?:\.\d+)?(?:\.?post\d+)?(?:rc\d+)?", x.strip())]
+        if not row["vllm"]:
+            continue
+        for key in ("python", "cann"):
+            if key in cols and cols[key] < len(cells) and cells[cols[key]]:
+                row[key] = cells[cols[key]]
+        if "torch" in cols and cols["torch"] < len(cells) and "/" in cells[cols["torch"]]:
+            row["torch"], row["torch_npu"] = (x.strip() for x in cells[cols["torch"]].split("/", 1))
+        out[cells[0].lstrip("v")] = row
+    return out
+
+
+NOTES_DOC = "docs/source/user_guide/release_notes.md"
+NOTES_PIN = re.compile(r"(?:based on|align\w* (?:the plugin )?with|built (?:on|against)|compatible with) (?:the )?"
+                       r"(?:upstream )?vLLM v?(\d+\.\d+\.\d+(?:\.\d+)?(?:\.?post\d+)?)", re.I)
+
+
+def notes_pin(text: str, version: str) -> str | None:
+    """The vLLM release a release's own notes say it is built on (`## v0.26.0rc1 - date` ... 'aligned with upstream
+    vLLM v0.26.0'), from its section's opening paragraph."""
+    m = re.search(rf"^## v{re.escape(version)}\b[^\n]*\n+(?P<para>(?:[^\n#][^\n]*\n?)+)", text, re.M)
+    got = NOTES_PIN.search(m["para"]) if m else None
+    return got.group(1) if got else None
+
+
+def compat_matrix(source: Source, versions: list[str], project: Project) -> dict[str, dict[str, Any]]:
+    """Every release's row of the matrix, from the newest release's document that lists it (with its file@tag);
+    a release no matrix lists takes the vLLM release its own notes name."""
+    out: dict[str, dict[str, Any]] = {}
+    for v in versions:
+        for path in MATRIX_DOCS:
+            text = source.read(v, path)
+            if text:
+                for rel, row in parse_matrix(text, project).items():
+                    out[rel] = {**row, "source": f"{path}@v{v}"}
+                break
+    missing = [v for v in versions if v not in out]
+    for doc in reversed(versions if missing else []):  # the newest notes first: they cover the releases before
+        text = source.read(doc, NOTES_DOC) or ""
+        for v in [v for v in missing if v not in out]:
+            pin = notes_pin(text, v)
+            if pin:
+                out[v] = {"vllm": [pin], "source": f"{NOTES_DOC}@v{doc}"}
+    for v in [v for v in missing if v not in out]:
+        # Neither the matrix nor the notes: the vLLM tag the release's own image builds (`ARG VLLM_TAG=v0.28.0`).
+        got = re.search(r"^ARG VLLM_TAG=v?(\d+\.\d+\.\d+(?:\.\d+)?(?:\.?post\d+)?)\s*$", source.read(v, "Dockerfile")
+                        or "", re.M)
+        if got:
+            out[v] = {"vllm": [got.group(1)], "source": f"Dockerfile@v{v}"}
+    return dict(sorted(out.items(), key=lambda kv: vkey(kv[0])))
+
+
 def build(versions: list[str], aggs: dict[str, Agg], source_kind: str, origin: str,
-          index: list[str] | None = None) -> dict:
+          index: list[str] | None = None, project: Project = VLLM) -> dict:
     entries = []
     for a in aggs.values():
         kind, template = a.kind, template_of(a.pieces)
@@ -1050,6 +1259,8 @@ def build(versions: list[str], aggs: dict[str, Agg], source_kind: str, origin: s
         e: dict = {"template": shown, "regex": rx, "gate": gate, "kind": kind,
                    "first_version": a.versions[0], "last_version": a.versions[-1],
                    "sources": [f"{p}@{tag}:{ln}" for p, (tag, ln) in sites[:2]], "category": category}
+        if project is not VLLM:
+            e["project"] = project.name  # its versions are the plugin's releases, not vLLM's
         if rule:
             e["rule"] = rule  # its fix is in the header's "rules"
         if len(a.kinds) > 1:
@@ -1070,10 +1281,12 @@ def build(versions: list[str], aggs: dict[str, Agg], source_kind: str, origin: s
     cats: dict[str, int] = {}
     for e in entries:
         cats[e["category"]] = cats.get(e["category"], 0) + 1
+    whose = "vLLM's" if project is VLLM else f"{project.name}'s (the {project.package} package)"
     header: dict[str, Any] = {
-        "about": "vLLM's message catalogue: exception texts and warning/error log messages mined from vLLM's "
-                 "source (parsed with ast, never run) for every release listed; categories by the rules in "
-                 "scripts/mine_catalogue.py (RULES), not by hand.",
+        "about": f"{whose} message catalogue: exception texts and warning/error log messages mined from "
+                 f"{project.repo}'s source (parsed with ast, never run) for every release listed; categories by the "
+                 "rules in scripts/mine_catalogue.py (RULES), not by hand.",
+        "project": project.name,
         "made_by": "scripts/mine_catalogue.py",
         "source_kind": source_kind,
         "source": origin,
@@ -1093,15 +1306,37 @@ def build(versions: list[str], aggs: dict[str, Agg], source_kind: str, origin: s
         "releases": versions,
         "first_release": versions[0] if versions else None,
         "newest_release": versions[-1] if versions else None,
-        "areas": {a: rx.pattern for a, rx in AREAS},
+        "areas": {a: rx.pattern for a, rx in AREAS if rx.pattern.startswith(f"^{project.package}/")},
+        **({"area_roles": {a: r for a, r in AREA_ROLE.items()}} if project is not VLLM else {}),
         "spec_words": SPEC,
         "rules": {r.name: {"category": r.category, "fix": r.fix} for r in RULES},
         "counts": {"entries": len(entries), "spec_related": sum(bool(e.get("spec_related")) for e in entries),
                    "per_category": dict(sorted(cats.items(), key=lambda kv: -kv[1]))},
     }
     if index:
-        header["index_releases"] = [v for v in index if vkey(v) >= vkey(versions[0] if versions else MIN_VERSION)]
+        header["index_releases"] = [v for v in index if vkey(v) >= vkey(versions[0] if versions else
+                                                                         project.min_version)]
         header["missing_from_index"] = [v for v in header["index_releases"] if v not in versions]
+    return {"header": header, "entries": entries}
+
+
+def merge(data: dict, out: Path, project: Project = VLLM) -> dict:
+    """One catalogue for the checks: vLLM's entries under the top-level header, and each plugin's entries (tagged
+    with `project`) with its own header under header.projects. Mining one project keeps the others' part of `out`."""
+    try:
+        old = json.loads(out.read_text("utf-8"))
+    except (OSError, ValueError):
+        old = {"header": {}, "entries": []}
+    mine_of = (lambda e: e.get("project", VLLM.name) == project.name)  # noqa: E731
+    kept = [e for e in old.get("entries", []) if not mine_of(e)]
+    if project is VLLM:
+        header = data["header"]
+        if old.get("header", {}).get("projects"):
+            header["projects"] = old["header"]["projects"]
+    else:
+        header = old.get("header") or {}
+        header.setdefault("projects", {})[project.name] = data["header"]
+    entries = sorted(kept + data["entries"], key=lambda e: (e.get("project", ""), e["sources"][0], e["template"]))
     return {"header": header, "entries": entries}
 
 
@@ -1115,35 +1350,42 @@ def write(data: dict, out: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    src = ap.add_mutually_exclusive_group()
-    src.add_argument("--git", help="a vLLM git directory with its release tags")
-    src.add_argument("--sdists", help="a folder of vllm-X.Y.Z.tar.gz release sdists")
+    ap.add_argument("--project", choices=sorted(PROJECTS), default=VLLM.name,
+                    help="what to mine: vLLM, or a platform plugin (its entries are merged into --out, tagged)")
+    ap.add_argument("--git", help="a git directory of the project with its release tags")
+    ap.add_argument("--sdists", help="a folder of release sdists (with --git: for releases the git tags lack)")
     ap.add_argument("--download", metavar="DIR", help="fetch the release sdists DIR lacks from PyPI first")
     ap.add_argument("--out", default=str(DEFAULT_OUT))
-    ap.add_argument("--min-version", default=MIN_VERSION)
+    ap.add_argument("--min-version")
     ap.add_argument("--max-version")
     ap.add_argument("--check-index", action="store_true",
-                    help="record the index's release list (pip index versions vllm) and report missing ones")
+                    help="record the index's release list (pip index versions NAME) and report missing ones")
     args = ap.parse_args(argv)
+    project = PROJECTS[args.project]
+    min_version = args.min_version or project.min_version
     if args.download:
-        got = download_sdists(args.download, args.min_version)
+        got = download_sdists(args.download, min_version, project)
         print(f"downloaded {len(got)} sdists: {', '.join(got)}", file=sys.stderr)
-        if not args.sdists and not args.git:
+        if not args.sdists:
             args.sdists = args.download
     if not args.sdists and not args.git:
         ap.error("give --git DIR or --sdists DIR")
     t0 = time.time()
-    source: GitSource | SdistSource = GitSource(args.git) if args.git else SdistSource(args.sdists)
-    versions, aggs = mine(source, args.min_version, args.max_version)
+    source: Source = (ChainSource(GitSource(args.git, project), SdistSource(args.sdists, project))
+                      if args.git and args.sdists else GitSource(args.git, project) if args.git
+                      else SdistSource(args.sdists, project))
+    versions, aggs = mine(source, min_version, args.max_version)
     if not versions:
         print("no releases found in the source", file=sys.stderr)
         return 2
-    index = index_versions() if args.check_index else None
-    data = build(versions, aggs, source.kind, source.origin, index)
+    index = index_versions(project) if args.check_index else None
+    data = build(versions, aggs, source.kind, source.origin, index, project)
+    if project is not VLLM:
+        data["header"]["compat"] = compat_matrix(source, versions, project)
     data["header"]["mine_seconds"] = round(time.time() - t0, 1)
-    write(data, Path(args.out))
+    write(merge(data, Path(args.out), project), Path(args.out))
     c = data["header"]["counts"]
-    print(f"{len(versions)} releases {versions[0]}..{versions[-1]}: {c['entries']} entries, "
+    print(f"{project.name}: {len(versions)} releases {versions[0]}..{versions[-1]}: {c['entries']} entries, "
           f"{c['spec_related']} spec-related; {c['per_category']}; {time.time() - t0:.0f}s -> {args.out}",
           file=sys.stderr)
     if index is not None and data["header"].get("missing_from_index"):
