@@ -826,7 +826,8 @@ def first_line(pieces: tuple[Piece, ...]) -> list[Piece]:
     for p in pieces:
         if isinstance(p, str) and "\n" in p:
             head = p.split("\n", 1)[0]
-            if head or any(isinstance(x, str) and x.strip() for x in out):
+            # A hole before the newline is the first line's text (`f"{guidance}\nOriginal error: ..."`).
+            if head or any(isinstance(x, Hole) or x.strip() for x in out):
                 out.append(head)
                 break
             nxt = p.split("\n", 1)[1].split("\n", 1)[0]

@@ -131,8 +131,8 @@ def crash(facts: Mapping[str, Any]) -> list[Finding]:
         if entry["count"] > 1:
             ev.append(Evidence(", ".join(entry["sources"][1:4]), f"the same traceback {entry['count']} times"))
         if tpl and tpl.get("source"):
-            ev.append(Evidence(tpl["source"], f"vLLM's message (in releases {tpl.get('first_version')}-"
-                                              f"{tpl.get('last_version')}): {clip(tpl['template'], 200)}"))
+            ev.append(Evidence(tpl["source"], f"{_whose(tpl)} message (in {_releases_label(tpl)}): "
+                                              f"{clip(tpl['template'], 200)}"))
         # A row written for this message says more than the catalogue's generic fix for its kind of message.
         specific = row is not None and row.message is not None and not by_message
         fix_text = (row.fix if specific and row is not None else
@@ -169,10 +169,27 @@ def _method(facts: Mapping[str, Any]) -> str | None:
     return str(spec.method) if spec is not None and getattr(spec, "method", None) else None
 
 
+def _whose(tpl: Mapping[str, Any]) -> str:
+    project = tpl.get("project") or "vllm"
+    return "vLLM's" if project == "vllm" else f"{project}'s"
+
+
+def _releases_label(tpl: Mapping[str, Any]) -> str:
+    """'releases 0.9.1-0.11.0', or for a plugin's message its own releases and the vLLM releases they run on."""
+    own = f"releases {tpl.get('first_version')}-{tpl.get('last_version')}"
+    project = tpl.get("project") or "vllm"
+    if project == "vllm":
+        return own
+    on = f", on vLLM {tpl['vllm_first']}-{tpl['vllm_last']}" if tpl.get("vllm_first") else ""
+    return f"{project} {own}{on}"
+
+
 def _lifetime(tpl: Mapping[str, Any] | None, version: Any) -> str | None:
     """What vLLM's history says about a crash's message (data/catalogue.json, mined from every release): the code
     that raises exactly this text is gone after its last release, so a release after it is worth trying (that code
     path was changed). None when the message is still raised by the newest release examined."""
+    if (tpl or {}).get("project", "vllm") != "vllm":
+        return None  # a plugin's message: its releases are not vLLM's (the plugin's own upgrade is its fix)
     last = (tpl or {}).get("last_version")
     order = releases()
     if not last or last not in order:
@@ -231,7 +248,7 @@ def messages(facts: Mapping[str, Any]) -> list[Finding]:
         count = sum(e["count"] for e in evs)
         ev = [Evidence(e["source"], clip(e["text"], 300)) for e in evs[:3]]
         ev.append(Evidence(tpl["source"] or "vLLM source",
-                           f"vLLM {tpl['kind'] or 'message'} in releases {tpl['first_version']}-{tpl['last_version']}"))
+                           f"{_whose(tpl)} {tpl['kind'] or 'message'} in {_releases_label(tpl)}"))
         out.append(Finding("logs.messages.known", Category(tpl["category"]), sev, 0.6 if worst == "ERROR" else 0.5,
                            f"vLLM says: {clip(evs[0]['text'], 140)}" + (f" ({count}x)" if count > 1 else ""), tuple(ev),
                            Fix(tpl["fix"]) if tpl["fix"] else None, impact_score=0.5,

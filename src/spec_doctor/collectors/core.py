@@ -146,8 +146,9 @@ def era_observations(store: FactStore) -> list[Any]:
         for item in [*f["events"], *f["tracebacks"]]:
             tpl = item.get("template")
             if tpl:
-                o = observe_message(tpl["template"], tpl.get("first_version"), tpl.get("last_version"),
-                                    item["source"], tpl.get("source") or "")
+                o = observe_message(tpl["template"], tpl.get("vllm_first", tpl.get("first_version")),
+                                    tpl.get("vllm_last", tpl.get("last_version")), item["source"],
+                                    tpl.get("source") or "")
                 if o is not None:
                     obs.append(o)
     dep = store.maybe("config.deployment")

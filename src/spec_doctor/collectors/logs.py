@@ -210,9 +210,14 @@ def logs_summary(store: FactStore) -> dict:
 def _template_dict(t: Any) -> dict[str, Any] | None:
     if t is None:
         return None
+    from spec_doctor.knowledge.catalogue import vllm_span
+
+    # first/last_version: the releases of the message's own project (a plugin's are the plugin's releases);
+    # vllm_first/vllm_last: the vLLM releases it exists in (for a plugin's message, through the plugin's pins).
+    vfirst, vlast = vllm_span(t)
     return {"template": t.template, "kind": t.kind, "category": t.category, "fix": t.fix,
             "first_version": t.first_version, "last_version": t.last_version, "source": t.source,
-            "spec_related": t.spec_related}
+            "spec_related": t.spec_related, "project": t.project, "vllm_first": vfirst, "vllm_last": vlast}
 
 
 _EXCEPTION_KIND = re.compile(r"^[A-Z]\w*(?:Error|Exception|Interrupt|Exit)$")
@@ -222,7 +227,7 @@ QUOTED_MIN_FIXED = 20  # characters of fixed text a quoted line must match: a sh
 
 def _raising_module(tpl: Any) -> str | None:
     """The vLLM module a catalogue message is raised or logged in ('vllm/compilation/piecewise_backend.py')."""
-    m = re.match(r"(vllm/[\w/]+\.py)@", tpl.source or "")
+    m = re.match(r"(vllm(?:_ascend)?/[\w/]+\.py)@", tpl.source or "")
     return m.group(1) if m else None
 
 

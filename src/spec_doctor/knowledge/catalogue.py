@@ -9,7 +9,12 @@ V2 does not yet support {features}; using the V1 model runner instead`) has a va
 when the rendered line names speculation there.
 
 `versions_consistent(templates)` is the release range in which all the given templates exist, for inferring
-which vLLM wrote a log."""
+which vLLM wrote a log.
+
+A platform plugin's messages (vllm-ascend, the Ascend NPU plugin) are in the same catalogue, each tagged with its
+`project`: their first/last versions are the plugin's own releases, never vLLM's. The plugin's header (under
+header.projects) says which vLLM release each plugin release runs on (`compat`), so a plugin message still narrows
+vLLM's range. A line both vLLM and the plugin print is vLLM's (vLLM's templates are tried first)."""
 
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+VLLM = "vllm"
 _REGEX_CHARS = 200  # the mined regexes cover a message's first ~200 characters (scripts/mine_catalogue.py)
 _HOLE = re.compile(r"\{[^}]*\}|%[-#0 +]*\d*(?:\.\d+)?[sdrfxi]|<[A-Za-z_]+>")
 
@@ -39,6 +45,7 @@ class Template:
     ranges: tuple[tuple[str, str], ...] = ()  # runs of releases in which the message exists
     rule: str = ""  # the mining rule that gave the category
     lead: str = ""  # the fixed text the message starts with (up to its first hole)
+    project: str = VLLM  # whose message: vLLM's, or a plugin's (its versions are the plugin's releases)
     spec_variant: Template | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -87,10 +94,13 @@ def _spec_words() -> re.Pattern[str]:
 
 @lru_cache(maxsize=1)
 def templates() -> tuple[Template, ...]:
-    rules: dict[str, dict[str, str]] = header().get("rules", {})
+    rules: dict[str, dict[str, dict[str, str]]] = {VLLM: header().get("rules", {})}
+    for name, h in header().get("projects", {}).items():
+        rules[name] = h.get("rules", {})  # a plugin's part was mined with the rules of its own time
+    project = VLLM
 
     def fix_of(category: str, rule: str, given: str = "") -> str:
-        return "" if category in ("none", "healthy") else given or rules.get(rule, {}).get("fix", "")
+        return "" if category in ("none", "healthy") else given or rules.get(project, {}).get(rule, {}).get("fix", "")
 
     out = []
     for e in _data().get("entries", []):
@@ -101,9 +111,10 @@ def templates() -> tuple[Template, ...]:
         first, last = e.get("first_version"), e.get("last_version")
         rng = tuple((a, b) for a, b in e.get("ranges") or ([[first, last]] if first and last else []))
         category, rule = e.get("category", "none"), e.get("rule", "")
+        project = e.get("project") or VLLM
         t = Template(e["template"], e.get("kind", ""), category, fix_of(category, rule, e.get("fix", "")), first,
                      last, source, bool(e.get("spec_related")), e["regex"], e.get("gate") or _gate(e["template"]),
-                     rng, rule, _lead(e["template"]))
+                     rng, rule, _lead(e["template"]), project)
         if not t.spec_related and "{" in t.template:
             alt = e.get("if_spec") or {}
             s_cat, s_rule = alt.get("category", category), alt.get("rule", rule)
@@ -113,7 +124,9 @@ def templates() -> tuple[Template, ...]:
         out.append(t)
     # The most specific first: when two match a line (a message and a longer later wording of it), the one with
     # more fixed text wins, so the line is placed in the releases that printed exactly that.
-    return tuple(sorted(out, key=lambda t: (-fixed_chars(t.template), -len(t.gate))))
+    # vLLM's own templates before any plugin's: the plugin copies some of vLLM's texts, and a line vLLM prints is
+    # vLLM's.
+    return tuple(sorted(out, key=lambda t: (t.project != VLLM, -fixed_chars(t.template), -len(t.gate))))
 
 
 def _lead(template: str) -> str:
@@ -218,15 +231,57 @@ def _vkey(v: str) -> tuple[int, ...]:
     return (*nums, *([0] * (4 - len(nums))), int(m.group(2) or 0))
 
 
-def present_in(t: Template) -> frozenset[str]:
-    """The catalogue releases in which a template's message exists."""
-    order = releases()
+def project_header(project: str) -> dict[str, Any]:
+    """A plugin's part of the catalogue header (its releases, source, `compat`: release -> vLLM pin); {} for none."""
+    got: dict[str, Any] = header().get("projects", {}).get(project, {})
+    return got
+
+
+def project_releases(project: str) -> tuple[str, ...]:
+    """The releases a project's messages were mined from (vLLM's for "vllm"), oldest first."""
+    return releases() if project == VLLM else tuple(project_header(project).get("releases", ()))
+
+
+def _base(version: str) -> str:
+    return re.sub(r"(?:rc|dev)\d+$", "", version.lstrip("v"))
+
+
+def vllm_pins(project: str, plugin_release: str) -> tuple[str, ...]:
+    """The vLLM releases a plugin release runs on (its compatibility matrix row, release notes or image), as
+    catalogue releases ('0.11.0rc3' -> '0.11.0'); () when not known."""
+    row = project_header(project).get("compat", {}).get(plugin_release.lstrip("v")) or {}
+    known = set(releases())
+    return tuple(dict.fromkeys(v if v in known else _base(v) for v in row.get("vllm", ())
+                               if v in known or _base(v) in known))
+
+
+def own_releases(t: Template) -> frozenset[str]:
+    """The releases of the template's own project in which its message exists."""
+    order = project_releases(t.project)
     pos = {v: i for i, v in enumerate(order)}
     out: set[str] = set()
     for a, b in t.ranges:
         if a in pos and b in pos:
             out.update(order[pos[a]:pos[b] + 1])
     return frozenset(out)
+
+
+def present_in(t: Template) -> frozenset[str]:
+    """The vLLM releases (catalogue releases) in which a template's message exists; for a plugin's message, the
+    vLLM releases its plugin releases run on (every release when none of them has a known pin)."""
+    own = own_releases(t)
+    if t.project == VLLM:
+        return own
+    pinned = {v for r in own for v in vllm_pins(t.project, r)}
+    return frozenset(pinned) if pinned else frozenset(releases())
+
+
+def vllm_span(t: Template) -> tuple[str | None, str | None]:
+    """(first, last) vLLM release a template's message exists in (for a plugin's: through its pins)."""
+    if t.project == VLLM:
+        return t.first_version, t.last_version
+    vs = sorted(present_in(t), key=_vkey)
+    return (vs[0], vs[-1]) if vs and len(vs) < len(releases()) else (None, None)
 
 
 def versions_consistent(templates_seen: list[Template] | tuple[Template, ...]) -> tuple[str, ...]:

@@ -33,6 +33,7 @@ VLLM_PACKAGES = ("v1", "spec_decode", "engine", "entrypoints", "model_executor",
                  "config", "compilation", "attention", "distributed", "platforms", "transformers_utils",
                  "multimodal", "lora", "inputs", "sequence", "sampling_params", "outputs", "forward_context")
 _NUM = re.compile(r"\d+(?:\.\d+)?")
+PLUGIN_PACKAGE = "vllm_ascend"  # vLLM's Ascend NPU plugin (github.com/vllm-project/vllm-ascend)
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,10 @@ class Frame:
         """The path from the package root vLLM lives in: '.../site-packages/vllm/v1/spec_decode/eagle.py' ->
         'vllm/v1/spec_decode/eagle.py'; paths outside vLLM stay as they are."""
         p = "/" + self.path.replace("\\", "/").lstrip("/")
+        # A platform plugin's package (vllm-ascend installs vllm_ascend/ next to vllm/): its own module path.
+        j = p.rfind(f"/{PLUGIN_PACKAGE}/")
+        if j >= 0 and "site-packages/" not in p[j:] and "dist-packages/" not in p[j:]:
+            return p[j + 1:]
         # The last '/vllm/' that is the package, not a venv or checkout named vllm ('envs/vllm/lib/...').
         i = p.rfind("/vllm/")
         while i >= 0:
@@ -66,7 +71,12 @@ class Frame:
 
     @property
     def in_vllm(self) -> bool:
-        return self.module.startswith("vllm/")
+        """Inside vLLM or its platform plugin (vllm_ascend/): the code a traceback's raise site is read from."""
+        return self.module.startswith(("vllm/", PLUGIN_PACKAGE + "/"))
+
+    @property
+    def in_plugin(self) -> bool:
+        return self.module.startswith(PLUGIN_PACKAGE + "/")
 
 
 @dataclass
