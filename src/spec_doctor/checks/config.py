@@ -1008,7 +1008,7 @@ def _launch_bound_drafter(facts: Mapping[str, Any]) -> Finding | None:
 
 
 @check("config.cudagraph", categories=[Category.CUDA_GRAPH], needs=["config.deployment"],
-       wants=["vllm.version", "logs.files", "models.pair"], sources=[SIGNALS],
+       wants=["vllm.version", "logs.files", "models.pair", "deploy.platform"], sources=[SIGNALS],
        findings={
            "config.cudagraph.drafter-launch-bound": "V0 stage times: proposals far slower than the draft's size "
                                                     "implies (or than in another log of the same setup)",
@@ -1069,7 +1069,10 @@ def cudagraph(facts: Mapping[str, Any]) -> list[Finding]:
             fix=Fix("Let vLLM capture graphs (drop the override, or):",
                     ("--compilation-config '{\"cudagraph_mode\": \"FULL_AND_PIECEWISE\"}'",)),
             impact="cheaper draft and verify steps", impact_score=0.5))
-    elif isinstance(mode, str) and mode.upper() == "FULL" and applicable_rules("cudagraph-spec-downgrade", version):
+    elif isinstance(mode, str) and mode.upper() == "FULL" and applicable_rules("cudagraph-spec-downgrade", version) \
+            and not facts.get("deploy.platform"):
+        # The downgrade is vLLM's GPU attention backends' (their cudagraph support); a platform plugin's graphs
+        # (vllm-ascend's ACL graphs) follow the plugin's own rules.
         rule = applicable_rules("cudagraph-spec-downgrade", version)[0]
         if spec.method in ("eagle", "eagle3") and version is not None and \
                 applicable_rules("drafter-cudagraph-piecewise", version):

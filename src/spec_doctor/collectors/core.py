@@ -88,7 +88,8 @@ def vllm_version(store: FactStore) -> Sourced:
 _SPEC_TEXT = re.compile(r"(?i)(?<![\w-])(spec(?:ulative)?[ _-]?decod\w*|speculative[ _](?:config|model|tokens?)|"
                         r"num_speculative_tokens|drafter|draft model|eagle-?3?|deepseek_mtp|mtp (?:layer|module)s?|"
                         r"ngram (?:proposer|speculat\w*)|suffix decoding|dflash)(?![\w-])")
-_IMAGE_TAG = re.compile(r"vllm[\w\-]*:v?(\d+\.\d+(?:\.\d+)?(?:\.post\d+)?)(?![\w.])")
+# (A platform plugin's image, vllm-ascend:v0.9.1, is the plugin's release: deploy.platform reads it.)
+_IMAGE_TAG = re.compile(r"vllm(?![_-]ascend)[\w\-]*:v?(\d+\.\d+(?:\.\d+)?(?:\.post\d+)?)(?![\w.])")
 
 
 def _image_tag(store: FactStore) -> Sourced | None:
@@ -151,6 +152,14 @@ def era_observations(store: FactStore) -> list[Any]:
                                     tpl.get("source") or "")
                 if o is not None:
                     obs.append(o)
+    # A platform plugin's release named in the inputs (vllm-ascend 0.11.0rc1): the vLLM release it is pinned to.
+    plat = store.maybe("deploy.platform")
+    if plat and plat.get("vllm_pin"):
+        from spec_doctor.knowledge.eras import Observation
+
+        pins = [Version(v) for v in plat["vllm_pin"]]
+        obs.append(Observation(f"plugin {plat['plugin']}", f"{plat['plugin']} {plat['plugin_release']}", min(pins),
+                               max(pins), PLUGIN_PIN_WEIGHT, plat["plugin_release_source"], plat["vllm_pin_source"]))
     dep = store.maybe("config.deployment")
     if dep is not None and getattr(dep, "origin", None) in ("cmd", "yaml") and not _unrecognized_in_log(store):
         for dest, written in (getattr(dep, "written", None) or {}).items():
@@ -160,6 +169,50 @@ def era_observations(store: FactStore) -> list[Any]:
                 if o is not None:
                     obs.append(o)
     return obs
+
+
+def _platform_texts(store: FactStore) -> list[tuple[str, str]]:
+    """(where, text) pairs a platform plugin shows in: the command line and config, the logs' start-up and
+    warning/error lines, and their traceback frames' paths."""
+    out: list[tuple[str, str]] = []
+    dep = store.maybe("config.deployment")
+    for text in (getattr(dep, "program", None) or "", getattr(dep, "raw_text", None) or ""):
+        if text:
+            out.append(({"cmd": "--cmd", "yaml": "--config"}.get(getattr(dep, "origin", None) or "", "the config"),
+                        text))
+    for lf in store.maybe("logs.files") or []:
+        if getattr(lf, "error", None):
+            continue
+        out += [(f"{lf.display}:{n}", t) for n, t in lf.era_texts]
+        out += [(f"{lf.display}:{e.line}", e.text) for e in lf.ev.events]
+        for tb in lf.ev.tracebacks:
+            out += [(f"{lf.display}:{tb.line}", fr.path) for fr in tb.frames]
+    return out
+
+
+@provides("deploy.platform")
+def deploy_platform(store: FactStore) -> dict[str, Any]:
+    """The accelerator platform the diagnosed run is on when the inputs show a platform plugin
+    (knowledge/data/platforms.toml: vllm-ascend on Ascend NPUs), and the plugin release they name:
+    {"platform", "name", "device", "plugin", "where", "text", "plugin_release", "plugin_release_source",
+    "vllm_pin", "vllm_pin_source", "source"}. Unavailable for a GPU/CPU run: nothing shows a plugin."""
+    from spec_doctor.knowledge.platforms import detect, vllm_pin
+
+    texts = _platform_texts(store)
+    got = detect(texts)
+    if got is None:
+        raise FactUnavailable("no platform-plugin evidence in the inputs (vLLM's own GPU/CPU platforms)")
+    plat, where, text = got
+    release = next(((r, w) for w, t in texts if (r := plat.plugin_release(t))), None)
+    pin = vllm_pin(plat.plugin, release[0]) if release else None
+    return {"platform": plat.id, "name": plat.name, "device": plat.device, "plugin": plat.plugin,
+            "where": where, "text": text[:200], "plugin_release": release[0] if release else None,
+            "plugin_release_source": release[1] if release else None,
+            "vllm_pin": list(pin[0]) if pin else None, "vllm_pin_source": pin[1] if pin else None,
+            "source": plat.source}
+
+
+PLUGIN_PIN_WEIGHT = 0.85  # a plugin release pins one vLLM release (its matrix), but a user can pair it otherwise
 
 
 @provides("vllm.version_range")
