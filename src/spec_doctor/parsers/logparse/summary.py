@@ -820,7 +820,9 @@ NEEDLES = L.NEEDLES + (b"Traceback", b'File "', b"Exception", b"Assertion `", b"
                           b"SpecDecoding metrics: ", b"Speculative metrics: ", b"Avg prompt throughput: ", b"draft proposals", b"num_drafts", b"raft tokens",
                           b"raft_tokens", b"at token ", b"ean acceptance length", b"ccpt Len", b"cceptance len", b"ccept len", *BENCH_NEEDLES, b"Serving Benchmark Result", b"vocab_size", b"undefined symbol", b"out of memory", b"not supported with spec-decode",
                           # pydantic's error-type tag on the line after a config ValidationError
-                          b"[type=")
+                          b"[type=",
+                          # a platform plugin's start-up lines (knowledge/data/platforms.toml: vllm-ascend)
+                          b"Platform plugin ", b"vllm_ascend", b"vllm-ascend", b"torch_npu")
 
 
 def parse_log(path: str, display: str | None = None, *, chunk_size: int | None = None,
