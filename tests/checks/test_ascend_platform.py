@@ -103,3 +103,54 @@ def test_gpu_backends_full_graph_downgrade_is_silent_on_an_npu_run(tmp_path):
     npu = tmp_path / "npu"
     npu.mkdir()
     assert not modes(check_log(npu, ACTIVATED + SPEC_ARGS, "--cmd", FULL_CMD, "--vllm-version", "0.11.0"))
+
+
+# -- the plugin's known spec-decode bugs (release_bugs.toml rows with platform = "ascend") --------------------------
+def test_plugin_rows_pin_their_fix_through_the_plugins_matrix():
+    from spec_doctor.knowledge import release_bugs as kb
+    from spec_doctor.knowledge.catalogue import vllm_pins
+
+    rows = [b for b in kb.bugs() if b.fixed_basis == "plugin-tag"]
+    assert len(rows) >= 4
+    for b in rows:
+        assert b.when.get("platform") == "ascend" and "/vllm-ascend/pull/" in b.source, b.id
+        release = b.fixed_note.split(" ")[1].lstrip("v")  # "vllm-ascend v0.19.1rc1 (...)"
+        assert vllm_pins("vllm-ascend", release) == (str(b.fixed_in),), b.id
+        assert not b.sites or all(p.pattern.startswith("vllm_ascend/") for p in b.sites), b.id
+
+
+ACL_CRASH = [VLLM_CORE, RUNNER, ("/vllm-workspace/vllm-ascend/vllm_ascend/spec_decode/mtp_proposer.py", 420, "dummy_run"),
+             ("/vllm-workspace/vllm-ascend/vllm_ascend/compilation/acl_graph.py", 230, "update_mla_attn_params")]
+MTP_ARGS = ("INFO 10-01 09:59:01 [utils.py:328] non-default args: {'model': 'deepseek-ai/DeepSeek-V3', "
+            "'speculative_config': {'method': 'deepseek_mtp', 'num_speculative_tokens': 1}}\n")
+
+
+def test_a_plugin_crash_is_its_known_bug_only_in_the_plugins_frames(tmp_path):
+    exc = "TypeError: 'NoneType' object is not iterable"
+    (crash,) = _crashes(check_log(tmp_path, ACTIVATED + MTP_ARGS + _traceback(ACL_CRASH, exc)))
+    assert crash["data"]["known_bug"] == "ascend-mtp-dummy-run-attn-metadata-none"
+    other = tmp_path / "gpu"
+    other.mkdir()
+    gpu_frames = [VLLM_CORE, (f"{SITE}/vllm/v1/spec_decode/eagle.py", 300, "dummy_run")]
+    (crash,) = _crashes(check_log(other, MTP_ARGS + _traceback(gpu_frames, exc)))
+    assert crash["data"]["known_bug"] != "ascend-mtp-dummy-run-attn-metadata-none"
+
+
+EAGLE3_FDO = ("vllm serve Qwen/Qwen3-8B --speculative-config '{\"method\": \"eagle3\", \"model\": "
+              "\"AngelSlim/Qwen3-8B_eagle3\", \"num_speculative_tokens\": 3}' "
+              "--compilation-config '{\"cudagraph_mode\": \"FULL_DECODE_ONLY\"}'")
+
+
+def test_a_plugin_release_bug_needs_the_plugin_shown(tmp_path):
+    def rows(report: dict) -> set[str]:
+        return {b for f in report["findings"] if f["id"].startswith("releasebugs.")
+                for b in (f["data"].get("bugs") or [f["data"].get("bug")]) if b}
+
+    npu = tmp_path / "npu"
+    npu.mkdir()
+    assert "ascend-eagle3-full-decode-only-crash" in rows(
+        check_log(npu, ACTIVATED + SPEC_ARGS, "--cmd", EAGLE3_FDO, "--vllm-version", "0.17.0"))
+    gpu = tmp_path / "gpu"
+    gpu.mkdir()
+    assert "ascend-eagle3-full-decode-only-crash" not in rows(
+        check_log(gpu, SPEC_ARGS, "--cmd", EAGLE3_FDO, "--vllm-version", "0.17.0"))

@@ -14,7 +14,7 @@ from spec_doctor.engine.model import Category
 from spec_doctor.knowledge import release_bugs as kb
 from spec_doctor.knowledge.eras import ReleaseRange
 
-SOURCE = re.compile(r"^https://(github\.com/vllm-project/vllm/(pull|issues|releases|security|blob/v[\w.]+)/|"
+SOURCE = re.compile(r"^https://(github\.com/vllm-project/vllm(?:-ascend)?/(pull|issues|releases|security|blob/v[\w.]+)/|"
                     r"osv\.dev/vulnerability/)")
 
 

@@ -33,7 +33,7 @@ from spec_doctor.knowledge.release_bugs import (
 
 _SOURCES = ["https://github.com/vllm-project/vllm/releases", "https://pypi.org/simple/vllm/"]
 _WANTS = ["config.deployment", "logs.events", "logs.acceptance", "metrics.deltas", "observed.figures",
-          "models.target", "models.draft", "spec.evidence", "symptom.complaint"]
+          "models.target", "models.draft", "spec.evidence", "symptom.complaint", "deploy.platform"]
 CRASH_ROOT = "logs.crash.traceback"  # the crash check's finding: a matched crash joins its diagnosis
 PARTIAL_FACTOR = 0.6  # the inferred release range only partly inside the affected releases
 UNKNOWN_FACTOR = 0.85  # a row condition the inputs cannot tell
@@ -77,7 +77,8 @@ def _deployment(facts: Mapping[str, Any]) -> Deployment:
             draft_q = None  # no drafter files read and nothing stated: cannot tell
     return Deployment(method=getattr(spec, "method", None), k=getattr(spec, "num_speculative_tokens", None),
                       args=args, families=tuple(dict.fromkeys(fams)), quantized=quantized, device=device,
-                      spec=raw, draft_quantized=draft_q, env=env)
+                      spec=raw, draft_quantized=draft_q, env=env,
+                      platform=(facts.get("deploy.platform") or {}).get("platform") or "vllm")
 
 
 def _acceptance(facts: Mapping[str, Any], method: str | None, k: int | None) -> tuple[str, str] | None:

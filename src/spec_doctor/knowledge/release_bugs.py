@@ -15,7 +15,9 @@ how that release was determined (`fixed_basis`):
   main-line release published at least `branch_margin_days` after it; see `release_after`);
 - "issue-comment": a maintainer or reporter said in the issue thread which release fixed it (or that the latest
   release they tried still has it: then no `fixed_in`);
-- "release-source": the bug's code is in every release tag from `affected_from` to the one before `fixed_in`.
+- "release-source": the bug's code is in every release tag from `affected_from` to the one before `fixed_in`;
+- "plugin-tag": a platform plugin's bug (vllm-ascend): the first plugin tag containing the fix commit
+  (`fixed_note`), and `fixed_in` the vLLM release that plugin release runs on (its compatibility matrix).
 
 `match(bug, deployment)` is pure: the check (checks/release_bugs.py) builds the `Deployment` from its facts; it
 reports the rows that need a known release (`for_release`). Rows marked `by_symptom` are named by the check that
@@ -38,7 +40,8 @@ from spec_doctor.knowledge.specdata import is_mtp_method
 # The complaint classes of SYMPTOM.md (knowledge/data/symptoms.toml) plus "tail-zero", a log pattern, not a complaint.
 SYMPTOMS = ("crash", "memory", "slowdown", "latency", "low-acceptance", "zero-acceptance", "wrong-output", "hang",
             "no-metrics", "preemption", "unsupported", "tail-zero")
-BASES = ("git-tag", "advisory", "release-notes", "catalogue", "pr-date", "issue-comment", "release-source")
+BASES = ("git-tag", "advisory", "release-notes", "catalogue", "pr-date", "issue-comment", "release-source",
+         "plugin-tag")
 CATEGORIES = ("engine-bug", "env-version", "config-unsupported-combo", "quantization", "cuda-graph")
 ANY = "any"
 # Method aliases vLLM accepts (config/speculative.py): every per-model MTP name is MTP; eagle-family heads.
@@ -110,6 +113,7 @@ class Deployment:
     spec: dict[str, Any] = field(default_factory=dict)  # the speculative config's keys as given
     env: dict[str, str] = field(default_factory=dict)  # VAR=value set on the command line
     draft_quantized: bool | None = None
+    platform: str = "vllm"  # a platform plugin the inputs show (deploy.platform: "ascend"), else vLLM's own
 
 
 @dataclass(frozen=True)
@@ -264,6 +268,8 @@ def _cond(name: str, want: Any, d: Deployment) -> bool | None:
     if name == "prefix_caching":
         v = a.get("enable_prefix_caching")
         return None if v is None else _truthy(v) == bool(want)
+    if name == "platform":
+        return d.platform == want  # a plugin's platform is shown, never assumed
     if name == "cudagraph_mode":
         mode = _cudagraph_mode(a)
         if mode is None:
@@ -274,7 +280,7 @@ def _cond(name: str, want: Any, d: Deployment) -> bool | None:
 
 CONDITIONS = ("tp_min", "pp_min", "cuda_graphs", "kv_cache_dtype", "quantized", "flags_set", "flag_prefix",
               "flag_false", "family", "family_not", "device", "k_min", "prefix_caching", "cudagraph_mode", "dp_min",
-              "spec_key", "spec_min", "draft_quantized", "env")
+              "spec_key", "spec_min", "draft_quantized", "env", "platform")
 
 
 def _cudagraph_mode(args: dict[str, Any]) -> str | None:
@@ -324,6 +330,7 @@ _DESCRIBE: dict[str, Any] = {
     "spec_min": lambda w: _pairs(w, " >= "),
     "env": lambda w: _pairs(w, "="),
     "cudagraph_mode": lambda w: f"cudagraph_mode {w}",
+    "platform": lambda w: f"the {w} platform plugin",
 }
 
 
