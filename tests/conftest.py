@@ -67,3 +67,43 @@ def load_case(case_dir: Path) -> dict:
 
 # The loopback /metrics server fixture, shared by the fleet and watch tests.
 from metrics_servers import servers  # noqa: E402,F401
+
+
+def tagged_git_repo(repo: Path, trees: dict[str, dict[str, str]], extra_tags: tuple[str, ...] = ()) -> Path:
+    """A git repository at `repo` whose commits hold each release's files (trees: version -> path -> text), one
+    tag vVERSION per release (and `extra_tags` on the last commit): its .git directory."""
+    repo.mkdir(parents=True)
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, check=True,
+                       capture_output=True)
+
+    git("init", "-q")
+    for version, files in trees.items():
+        for old in [p for p in repo.rglob("*") if p.is_file() and ".git" not in p.relative_to(repo).parts]:
+            old.unlink()
+        for path, text in files.items():
+            (repo / path).parent.mkdir(parents=True, exist_ok=True)
+            (repo / path).write_text(text)
+        git("add", "-A")
+        git("commit", "-qm", version)
+        git("tag", f"v{version}")
+    for tag in extra_tags:
+        git("tag", tag)
+    return repo / ".git"
+
+
+def sdist_folder(folder: Path, dist: str, trees: dict[str, dict[str, str]]) -> Path:
+    """A folder of release sdists DIST-VERSION.tar.gz holding each release's files (trees: version -> path -> text)."""
+    import io
+    import tarfile
+
+    folder.mkdir(parents=True)
+    for version, files in trees.items():
+        with tarfile.open(folder / f"{dist}-{version}.tar.gz", "w:gz") as tf:
+            for path, text in files.items():
+                data = text.encode()
+                info = tarfile.TarInfo(f"{dist}-{version}/{path}")
+                info.size = len(data)
+                tf.addfile(info, io.BytesIO(data))
+    return folder

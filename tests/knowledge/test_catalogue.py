@@ -14,13 +14,12 @@ import io
 import json
 import re
 import shutil
-import subprocess
 import tarfile
 from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, REPO, load_script
+from conftest import FIXTURES, REPO, load_script, sdist_folder, tagged_git_repo
 from spec_doctor.knowledge import catalogue as cat
 from spec_doctor.parsers.logparse.events import EXC_LINE, FRAME, TB_START
 from spec_doctor.parsers.logparse.lines import parse_envelope
@@ -396,38 +395,11 @@ def _trees() -> dict[str, dict[str, str]]:
 
 
 def _git_repo(tmp_path: Path) -> Path:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-
-    def git(*args: str) -> None:
-        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, check=True,
-                       capture_output=True)
-
-    git("init", "-q")
-    for version, files in _trees().items():
-        for old in (repo / "vllm").rglob("*.py") if (repo / "vllm").exists() else []:
-            old.unlink()
-        for path, text in files.items():
-            (repo / path).parent.mkdir(parents=True, exist_ok=True)
-            (repo / path).write_text(text)
-        git("add", "-A")
-        git("commit", "-qm", version)
-        git("tag", f"v{version}")
-    git("tag", "v0.3.1rc1")  # not a release: ignored
-    return repo / ".git"
+    return tagged_git_repo(tmp_path / "repo", _trees(), extra_tags=("v0.3.1rc1",))  # an rc is not a release
 
 
 def _sdists(tmp_path: Path) -> Path:
-    d = tmp_path / "sdists"
-    d.mkdir()
-    for version, files in _trees().items():
-        with tarfile.open(d / f"vllm-{version}.tar.gz", "w:gz") as tf:
-            for path, text in files.items():
-                data = text.encode()
-                info = tarfile.TarInfo(f"vllm-{version}/{path}")
-                info.size = len(data)
-                tf.addfile(info, io.BytesIO(data))
-    return d
+    return sdist_folder(tmp_path / "sdists", "vllm", _trees())
 
 
 def _mine(source) -> dict:

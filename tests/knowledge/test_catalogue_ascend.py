@@ -6,17 +6,14 @@ plugin's project, releases and category, and their vLLM range read through the p
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import shutil
-import subprocess
-import tarfile
 from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, load_script
+from conftest import FIXTURES, load_script, sdist_folder, tagged_git_repo
 from spec_doctor.knowledge import catalogue as cat
 
 mc = load_script("mine_catalogue")
@@ -75,39 +72,13 @@ def _trees() -> dict[str, dict[str, str]]:
 
 
 def _git(tmp_path: Path) -> Path:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-
-    def git(*args: str) -> None:
-        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, check=True,
-                       capture_output=True)
-
-    git("init", "-q")
-    trees = _trees()
-    for version in ("0.1.0rc1", "0.1.0"):  # the git snapshot has the two older releases
-        for old in [p for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts]:
-            old.unlink()
-        for path, text in trees[version].items():
-            (repo / path).parent.mkdir(parents=True, exist_ok=True)
-            (repo / path).write_text(text)
-        git("add", "-A")
-        git("commit", "-qm", version)
-        git("tag", f"v{version}")
-    git("tag", "v0.1.0.dev3")  # not a release: ignored
-    return repo / ".git"
+    older = {v: t for v, t in _trees().items() if v != "0.2.0rc1"}  # the git snapshot has the two older releases
+    return tagged_git_repo(tmp_path / "repo", older, extra_tags=("v0.1.0.dev3",))  # a dev tag is not a release
 
 
 def _sdists(tmp_path: Path) -> Path:
-    d = tmp_path / "sdists"
-    d.mkdir()
-    version = "0.2.0rc1"  # on the package index only
-    with tarfile.open(d / f"{ASCEND.dist}-{version}.tar.gz", "w:gz") as tf:
-        for path, text in _trees()[version].items():
-            data = text.encode()
-            info = tarfile.TarInfo(f"{ASCEND.dist}-{version}/{path}")
-            info.size = len(data)
-            tf.addfile(info, io.BytesIO(data))
-    return d
+    newest = {v: t for v, t in _trees().items() if v == "0.2.0rc1"}  # on the package index only
+    return sdist_folder(tmp_path / "sdists", ASCEND.dist, newest)
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
