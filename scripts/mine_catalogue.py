@@ -23,6 +23,17 @@ PEP 691) and checks each file's sha256 against the index.
   python scripts/mine_catalogue.py --sdists /work/cache/vllm-sdists [--check-index]
   python scripts/mine_catalogue.py --git /path/to/vllm.git
 
+A platform plugin released on its own is mined the same way into the same file (`--project vllm-ascend`: vLLM's
+Ascend NPU plugin, package vllm_ascend/, areas ascend-* in AREAS, each playing a vLLM area's part for the rules;
+its releases include release candidates). Its entries carry `"project"` and its own releases; its header goes under
+header.projects.<name>, with `compat`: each plugin release's vLLM pin (and CANN / torch / torch_npu) from the
+plugin's release compatibility matrix, else its release notes, else the vLLM tag its Dockerfile builds. Mining one
+project keeps the other's part of the file. With both --git and --sdists, the sdists serve the releases the git
+snapshot lacks:
+
+  python scripts/mine_catalogue.py --project vllm-ascend --git /path/to/vllm-ascend.git \
+      --sdists /work/cache/vllm-ascend-sdists [--download /work/cache/vllm-ascend-sdists]
+
 Writes src/spec_doctor/knowledge/data/catalogue.json (or --out). Only message texts and their locations are kept.
 """
 
