@@ -8,7 +8,6 @@ Exit codes (the same in every output format):
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 from typing import Annotated
@@ -77,18 +76,15 @@ def _err(msg: str) -> None:
 ExcTypes = tuple[type[BaseException], ...]
 
 
-def _click_exception_types() -> tuple[ExcTypes, ExcTypes, ExcTypes]:
-    """(usage errors, other click errors, aborts) from click and from the copy typer vendors (0.29+)."""
+def _click_exceptions(name: str) -> ExcTypes:
+    """Click's exception class ``name`` from click and from the copy typer vendors (0.29+), whichever is loaded.
+
+    Called in ``except`` clauses, which Python evaluates only while matching a raised exception: a run that raises
+    none imports neither, and a module that was never imported cannot have raised anything."""
     # typer <= 0.28 runs on click; 0.29+ vendors its own copy and no longer installs click at all.
-    mods = []
-    for name in ("typer._click.exceptions", "click.exceptions"):
-        try:
-            mods.append(importlib.import_module(name))
-        except ImportError:
-            pass
+    mods = [sys.modules[m] for m in ("typer._click.exceptions", "click.exceptions") if m in sys.modules]
     # getattr: the vendored module does not define every class (no Abort in typer 0.29).
-    pick = lambda name: tuple(getattr(m, name) for m in mods if hasattr(m, name))  # noqa: E731
-    return pick("UsageError"), pick("ClickException"), pick("Abort")
+    return tuple(getattr(m, name) for m in mods if hasattr(m, name))
 
 
 def _interrupted() -> None:
@@ -103,7 +99,6 @@ def _interrupted() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: maps every failure to one line on stderr and exit code 2."""
     debug = bool(os.environ.get("SPEC_DOCTOR_DEBUG"))
-    usage_errors, click_errors, aborts = _click_exception_types()
     try:
         code = app(args=argv, prog_name="spec-doctor", standalone_mode=False)
         if code == 130:  # typer turns a KeyboardInterrupt inside a command into Exit(130)
@@ -111,15 +106,15 @@ def main(argv: list[str] | None = None) -> None:
     except InputError as exc:
         _err(str(exc))
         code = EXIT_CANNOT_ASSESS
-    except usage_errors as exc:
+    except _click_exceptions("UsageError") as exc:
         text = exc.format_message() if hasattr(exc, "format_message") else str(exc)
         _err(" ".join(text.split()) or "usage error")
         code = EXIT_CANNOT_ASSESS
-    except aborts:
+    except _click_exceptions("Abort"):
         _interrupted()
     except KeyboardInterrupt:
         _interrupted()
-    except click_errors as exc:
+    except _click_exceptions("ClickException") as exc:
         _err(" ".join(exc.format_message().split()))  # type: ignore[attr-defined]
         code = EXIT_CANNOT_ASSESS
     except Exception as exc:  # never a traceback unless asked for
