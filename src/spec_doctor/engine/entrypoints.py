@@ -12,14 +12,15 @@ environment), so it is done once per process for all groups (checks, facts, repo
 from __future__ import annotations
 
 import functools
-from importlib.metadata import EntryPoint, EntryPoints, entry_points
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any
 
 
 @functools.cache
-def _installed() -> EntryPoints:
-    """Every installed distribution's entry points, all groups, read once per process."""
+def _installed() -> Any:
+    """Every installed distribution's entry points, all groups, read once per process: an EntryPoints (a
+    SelectableGroups before Python 3.12; both have the ``select(group=...)`` that `entry_points(group=...)` uses)."""
     return entry_points()
 
 
