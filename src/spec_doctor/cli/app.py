@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from collections.abc import Iterable
 from typing import Annotated, Any
 
 import typer
@@ -21,7 +22,8 @@ from spec_doctor.engine.ranking import EXIT_CANNOT_ASSESS
 
 # Every command, in the order `spec-doctor --help` lists them: name -> (module, function). A run registers only
 # the command it invokes (typer turns every registered command's signature into click options on each run, and the
-# command modules import what their commands need); `--help`, a bare `spec-doctor` or an unknown name registers all.
+# command modules import what their commands need); `--help`, a bare `spec-doctor` or an unknown name registers all,
+# `--version` none.
 COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("spec_doctor.cli.check", "check_cmd"),
     "checks": ("spec_doctor.cli.check", "checks_cmd"),
@@ -50,8 +52,8 @@ def _root(ctx: typer.Context,
         raise typer.Exit(0)
 
 
-def build_app(only: str | None = None) -> typer.Typer:
-    """The typer app with every command, or with the command ``only`` alone (the one a run invokes)."""
+def build_app(only: Iterable[str] | None = None) -> typer.Typer:
+    """The typer app with every command, or with the commands named in ``only`` (those a run can invoke)."""
     app = typer.Typer(
         name="spec-doctor",
         help="Diagnose slow or broken speculative decoding on vLLM: is speculation on, is it paying off, "
@@ -63,15 +65,22 @@ def build_app(only: str | None = None) -> typer.Typer:
         context_settings={"help_option_names": ["-h", "--help"]},
     )
     app.callback(invoke_without_command=True)(_root)
+    wanted = COMMANDS if only is None else set(only)
     for name, (module, function) in COMMANDS.items():
-        if only is None or name == only:
+        if name in wanted:
             app.command(name)(getattr(importlib.import_module(module), function))
     return app
 
 
-def _invoked(args: list[str]) -> str | None:
-    """The command these arguments invoke, when the first one names it (root options such as --help come first)."""
-    return args[0] if args and args[0] in COMMANDS else None
+def _invoked(args: list[str]) -> list[str] | None:
+    """The commands these arguments can invoke: the one the first argument names; none when it is --version (an
+    eager option: it prints and exits before a command is looked up); every command otherwise (--help, none given,
+    an unknown name: the listing and click's error need them all)."""
+    if args and args[0] in COMMANDS:
+        return [args[0]]
+    if args and args[0] == "--version":
+        return []
+    return None
 
 
 def __getattr__(name: str) -> Any:
