@@ -155,9 +155,11 @@ def test_cli_on_bad_input_exits_cleanly(tiny, tmp_path):
     ("/Qwen/Qwen3-0___6B", 0.6e9, None),
     ("meta-llama/Meta-Llama-3-70b-instruct", 70e9, None),
     ("Qwen3.5-35B-A3B", 35e9, 3e9),
-    ("mistralai/Mixtral-8x7B-v0.1", 56e9, None),
+    ("mistralai/Mixtral-8x7B-v0.1", 46.7e9, 12.9e9),  # model-card table: shared layers make it < 8 x 7B
+    ("someorg/Homebrew-MoE-8x7B", 56e9, None),  # unknown to the table: experts x expert size
     ("facebook/opt-125m", 125e6, None),
-    ("deepseek-ai/DeepSeek-V3.2", None, None),
+    ("deepseek-ai/DeepSeek-V3.2", 685e9, None),  # model-card table
+    ("someorg/DeepSeek-V3.2-Exp-abliterated", None, None),  # a variant the table does not know, no size in the name
 ])
 def test_size_from_name(name, params, active):
     got = size_from_name(name)

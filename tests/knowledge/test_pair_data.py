@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from spec_doctor.engine.model import Severity
 from spec_doctor.engine.registry import discover
-from spec_doctor.knowledge.models import DRAFT_MODEL, HEAD, MODEL_FREE, knowledge, method_family, size_from_name
+from spec_doctor.knowledge.models import DRAFT_MODEL, HEAD, MODEL_FREE, knowledge, method_family
 
 
 def rows():
     data = knowledge()
-    for section in ("vocab_gate", "known_size", "known_vocab", "quantization"):
+    for section in ("vocab_gate", "quantization", "quant_name"):
         for row in data[section]:
             yield section, row
     for section in ("sizing", "methods"):
@@ -35,16 +33,6 @@ def test_vocab_gates_do_not_overlap_and_match_the_versions_they_name():
     assert not any(Version("0.12.0") in g for g in gates)
     behaviours = {r["behaviour"] for r in knowledge()["vocab_gate"]}
     assert behaviours == {"refuses", "refuses-unless-heterogeneous"}
-
-
-def test_known_sizes_are_reached_by_their_own_names():
-    for row in knowledge()["known_size"]:
-        re.compile(row["pattern"])
-        # the pattern must not be shadowed by the generic parser: build a name from it
-        example = row["pattern"].lstrip("^").replace("\\.", ".").replace("(coder-|math-)?", "").replace(
-            "(coder-)?", "").replace("(math-)?", "").replace("(meta-)?", "")
-        got = size_from_name(example + "-instruct")
-        assert got is not None and got.basis == "known-size table", row
 
 
 def test_method_families_cover_the_methods_list():

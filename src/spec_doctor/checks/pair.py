@@ -14,7 +14,7 @@ from packaging.specifiers import SpecifierSet
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge.data import threshold
-from spec_doctor.knowledge.models import DRAFT_MODEL, HEAD, MODEL_FREE, knowledge, method_family
+from spec_doctor.knowledge.models import CARD_BASIS, DRAFT_MODEL, HEAD, MODEL_FREE, card_by_id, knowledge, method_family
 from spec_doctor.knowledge.specdata import is_mtp_method
 from spec_doctor.parsers.model_dir import ModelInfo, PairInfo
 from spec_doctor.parsers.vocab import IDENTICAL, INCOMPATIBLE
@@ -42,10 +42,11 @@ def _b(n: int | None) -> str:
 
 def _param_evidence(m: ModelInfo) -> Evidence:
     how = {"safetensors": "counted from the safetensors headers", "config": "estimated from config.json",
-           "known-size table": "model-card size for this name (no files here)",
+           CARD_BASIS: "model-card size for this name from the offline model-card table (no files here)",
            "name": "guessed from the name only (no files here)"}.get(m.param_source or "", "unknown")
     active = f", {_b(m.active_param_count)} active per token" if m.active_param_count else ""
-    src = m.config_source if m.param_source in ("safetensors", "config") else m.source
+    src = m.config_source if m.param_source in ("safetensors", "config") else \
+        m.fact_source() if m.param_source == CARD_BASIS else m.source
     return Evidence(src, f"{m.role} {m.name}: {_b(m.param_count)} parameters{active} ({how})")
 
 
@@ -94,12 +95,39 @@ def _version_behaviour(version: Any) -> str:
             "use_heterogeneous_vocab is set")
 
 
+def _family_finding(pair: PairInfo, fam_t: str, fam_d: str, version: Any) -> Finding:
+    """Draft and target known (by name) to use different tokenizers: the draft's ids mean other tokens."""
+    t, d = pair.target, pair.draft
+    assert d is not None
+    sizes_differ = pair.config_vocab_differs
+    ev = [Evidence(m.fact_source(), f"{m.role} {m.name}: {fam} tokenizer, vocab_size {m.vocab_size or '?'}")
+          for m, fam in ((t, fam_t), (d, fam_d))]
+    ev.append(Evidence("vllm.version", _version_behaviour(version)) if sizes_differ else
+              Evidence(VOCAB_SOURCES[1], "vLLM compares only vocab_size, which agrees: it starts, and reads the "
+                                         "draft's token ids as the target's"))
+    return Finding(
+        id="pair.vocab.family-differs", category=Category.VOCAB_MISMATCH, severity=Severity.ERROR, confidence=0.6,
+        title=f"Draft {d.name} ({fam_d} tokenizer) and target {t.name} ({fam_t} tokenizer) use different "
+              "vocabularies (offline model-card table)" + ("" if sizes_differ else ": vLLM will not notice"),
+        evidence=tuple(ev),
+        fix=Fix("Use a draft from the target's family, trained with the same tokenizer; on vLLM >= 0.25 "
+                "use_heterogeneous_vocab maps the shared tokens instead (greedy drafting only).",
+                (_spec_cmd(pair).replace(f'"model": "{d.ref}"', '"model": "SMALLER-DRAFT-OF-TARGET-FAMILY"'),
+                 _spec_cmd(pair, ', "use_heterogeneous_vocab": true'))),
+        impact=("the server does not start; with a forced start acceptance would be near zero" if sizes_differ
+                else "acceptance near zero: the draft's guesses are read as different tokens"),
+        impact_score=0.95,
+        data={"target_tokenizer": fam_t, "draft_tokenizer": fam_d, "target_vocab_size": t.vocab_size,
+              "draft_vocab_size": d.vocab_size, "basis": CARD_BASIS})
+
+
 @check("pair.vocab", categories=["vocab-mismatch", "healthy"], needs=["models.pair"],
        wants=["vllm.version", "logs.startup"],
        sources=VOCAB_SOURCES, findings={
            "pair.vocab.ids-differ": "draft and target tokenizers map tokens to different ids",
            "pair.vocab.padding": "same tokenizer, but config.json vocab_size differs (padded embeddings): vLLM refuses the pair",
            "pair.vocab.size-differs": "config.json vocab_size differs; the tokenizers could not be compared",
+           "pair.vocab.family-differs": "by the offline model-card table, draft and target use different tokenizers",
            "pair.vocab.added-tokens": "added/special tokens differ (extra tokens at the end, or different ones); the base ids agree",
            "pair.vocab.special-tokens": "bos/eos/pad/unk ids differ between draft and target",
            "pair.vocab.normalizer": "same ids, but the normalizer or pre-tokenizer differs",
@@ -116,8 +144,10 @@ def vocab_check(facts: Mapping[str, Any]) -> list[Finding]:
     normalizer / pre-tokenizer and chat template. Then `config.json` `vocab_size`, which is what vLLM
     itself compares: identical tokenizers with different padded embedding sizes (Qwen's 151936 vs 152064)
     are refused at start-up. Verdicts: identical / compatible (padding or added tokens only) /
-    incompatible (ids differ). Applies to separate draft models only (EAGLE/MTP heads are checked by
-    pair.fit).
+    incompatible (ids differ). A model known by its name only takes vocab_size and tokenizer family from the
+    offline model-card table (knowledge/data/model_cards.toml, lower confidence, said in the evidence): different
+    families are a mismatch even where vLLM's size gate lets the pair start; the same family with different
+    sizes is the padding trap. Applies to separate draft models only (EAGLE/MTP heads are checked by pair.fit).
     """
     pair: PairInfo = facts["models.pair"]
     version = _version(facts)
@@ -143,24 +173,35 @@ def vocab_check(facts: Mapping[str, Any]) -> list[Finding]:
                 data={"role": m.role, "vocab_size": m.vocab_size, "embedding_rows": m.embedding_rows}))
     cmp_ = pair.vocab
     if cmp_ is None:
-        if pair.config_vocab_differs:
+        # Tokenizer families are known only for name-only models (the offline model-card table).
+        fam_t, fam_d = t.tokenizer_family, d.tokenizer_family
+        families_differ = bool(fam_t and fam_d and fam_t != fam_d)
+        if pair.config_vocab_differs or families_differ:
             by_name = "config" not in (t.vocab_size_source, d.vocab_size_source) or \
                 t.vocab_size_source != d.vocab_size_source
             started = (facts.get("logs.startup") or {}).get("gpu_kv_cache_tokens")
-            if by_name and started is not None:
+            if by_name and started is not None and pair.config_vocab_differs:
                 # vLLM compares vocab_size while building its config, before it sizes the KV cache: a log that
                 # reached `GPU KV cache size` ran this pair, so the name-based values are not these checkpoints'.
                 return out
             if by_name:
-                cfg_ev = [Evidence(m.config_source if m.vocab_size_source == "config" else m.ref,
+                cfg_ev = [Evidence(m.config_source if m.vocab_size_source == "config" else m.fact_source(),
                                    f"{m.role} vocab_size = {m.vocab_size}"
-                                   + ("" if m.vocab_size_source == "config" else " (model-card value for this name; no files here)"))
+                                   + ("" if m.vocab_size_source == "config" else
+                                      " (model-card value for this name from the offline model-card table; no files here)"))
                           for m in (t, d)]
+            if families_differ and fam_t and fam_d:
+                out.append(_family_finding(pair, fam_t, fam_d, version))
+                return out
+            if fam_t and fam_t == fam_d:
+                cfg_ev.append(Evidence("offline model-card table",
+                                       f"both use the {fam_t} tokenizer: the same token ids, embeddings padded to "
+                                       "different sizes (the padding trap)"))
             out.append(Finding(
                 id="pair.vocab.size-differs", category=Category.VOCAB_MISMATCH, severity=Severity.ERROR,
                 confidence=0.6 if by_name else 0.9,
                 title=f"Draft vocab_size {d.vocab_size} != target vocab_size {t.vocab_size}"
-                      + (" (known values for these model names)" if by_name else ""),
+                      + (" (offline model-card table values for these model names)" if by_name else ""),
                 evidence=tuple(cfg_ev) + (Evidence("tokenizers", pair.vocab_note or "not compared"),
                                           Evidence("vllm.version", _version_behaviour(version))),
                 fix=Fix("Use a draft with the target's vocab_size; if the tokenizers are the same, pad the draft.",
@@ -381,6 +422,14 @@ def _head_accepts(facts: Mapping[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+def _native_mtp_release(t: ModelInfo) -> bool:
+    """A name-only target whose quantization is its vendor's own release format (the model-card table's), and that
+    release ships its MTP layers: nothing was stripped by a re-export."""
+    card = t.card
+    return bool(t.from_card and card is not None and card.quantization and t.quantization == card.quantization
+                and (card.mtp_layers or 0) > 0)
+
+
 @check("pair.quantization", categories=["quantization", "healthy"], needs=["models.pair"],
        wants=["logs.acceptance", "observed.figures"],
        sources=["https://docs.vllm.ai/en/latest/features/quantization/gguf/", MTP_QUANT_SOURCE], findings={
@@ -410,7 +459,7 @@ def quantization_check(facts: Mapping[str, Any]) -> list[Finding]:
             impact="slower draft steps, possibly a failed start", impact_score=0.4,
             data={"draft_quantization": d.quantization, "target_quantization": t.quantization}))
     elif pair.family == HEAD and t.quantization and is_mtp_method(pair.method or "") and \
-            _head_accepts(facts) is None:
+            _head_accepts(facts) is None and not _native_mtp_release(t):
         # With zero acceptance an error; without acceptance figures a note to check (quantized exports often drop or
         # misbuild the MTP layers); when the log shows MTP drafts accepted above chance, nothing.
         zero = _zero_acceptance(facts)
@@ -458,9 +507,56 @@ def quantization_check(facts: Mapping[str, Any]) -> list[Finding]:
 
 
 # --------------------------------------------------------------------------------------- method fit
-@check("pair.fit", categories=["config-unsupported-combo", "measurement"], needs=["models.pair"],
+def _trained_for_evidence(d: ModelInfo) -> tuple[Evidence, ...]:
+    card = d.card
+    if card is None or not card.is_head or not card.target:
+        return ()
+    return (Evidence(f"{d.ref} ({card.provenance})", f"{card.kind} head trained for {card.target}"),)
+
+
+def _head_target_findings(pair: PairInfo, method: str) -> list[Finding]:
+    """A known EAGLE / EAGLE-3 head (model-card table) on a target other than the one it was trained for: a
+    vocabulary the target does not share, or the same dimensions but another model's hidden states."""
+    t, d = pair.target, pair.draft
+    assert d is not None and d.card is not None
+    card = d.card
+    trained_for = card_by_id(card.target)
+    ev = _trained_for_evidence(d)
+    if d.vocab_size and t.vocab_size and d.vocab_size != t.vocab_size:
+        return [Finding(
+            id="pair.fit.head-vocab", category=Category.VOCAB_MISMATCH, severity=Severity.ERROR,
+            confidence=0.65 if (d.from_card or t.from_card) else 0.8,
+            title=f"The {method} head {d.name} reads and writes {d.vocab_size}-token ids"
+                  + (f" ({card.target}'s vocabulary)" if card.target else "")
+                  + f"; target {t.name} has vocab_size {t.vocab_size}",
+            evidence=ev + (Evidence(d.fact_source(), f"head vocab_size = {d.vocab_size}"
+                                    + (f" (drafts over {card.draft_vocab_size} of them, mapped back by d2t)"
+                                       if card.draft_vocab_size else "")),
+                           Evidence(t.fact_source(), f"target vocab_size = {t.vocab_size}")),
+            fix=Fix("Use the head trained for this exact target (its model card names the target).", ()),
+            impact="the head cannot be loaded for this target, or drafts tokens the target does not have",
+            impact_score=0.9, data={"head_vocab_size": d.vocab_size, "target_vocab_size": t.vocab_size,
+                                    "trained_for": card.target})]
+    if trained_for is None or t.card is None or t.card.id == trained_for.id or t.card.is_head:
+        return []
+    return [Finding(
+        id="pair.fit.head-target", category=Category.LOW_ACCEPTANCE, severity=Severity.WARNING, confidence=0.55,
+        title=f"The {method} head {d.name} was trained for {trained_for.id}, but the target is {t.card.id} "
+              "(offline model-card table): it predicts another model's next tokens",
+        evidence=ev + (Evidence(t.fact_source() if t.from_card else t.source,
+                                f"target {t.name} is {t.card.id} by its name ({t.card.provenance})"),),
+        fix=Fix(f"Use an {method} head trained for {t.card.id} (its model card names the target), or serve "
+                f"{trained_for.id} as the target.", ()),
+        impact="acceptance well below the head's published figures", impact_score=0.5,
+        data={"trained_for": trained_for.id, "target_card": t.card.id})]
+
+
+@check("pair.fit", categories=["config-unsupported-combo", "vocab-mismatch", "low-acceptance", "measurement"],
+       needs=["models.pair"],
        sources=["https://github.com/vllm-project/vllm/blob/v0.32.0/vllm/config/speculative.py"], findings={
            "pair.fit.head-hidden-size": "an EAGLE/Medusa-style head whose hidden size differs from the target's",
+           "pair.fit.head-vocab": "a known EAGLE head whose vocabulary is not the target's",
+           "pair.fit.head-target": "a known EAGLE head trained for another model than this target",
            "pair.fit.no-mtp-layers": "MTP requested for a target whose config has no MTP layers",
            "pair.fit.remote-code": "a model's config asks for remote code; spec-doctor did not run it",
            "pair.fit.unreadable": "model files that could not be read, so checks on them were limited",
@@ -471,36 +567,47 @@ def fit_check(facts: Mapping[str, Any]) -> list[Finding]:
     EAGLE / EAGLE-3 / Medusa / DFlash heads consume the target's hidden states, so the head's hidden_size
     must equal the target's: a head trained for another model does not fit. MTP reuses layers shipped in
     the target checkpoint (config keys such as num_nextn_predict_layers / mtp_num_hidden_layers): a
-    target without them has nothing to draft with. Also reports configs that ask for remote code (never
-    run here: trust_remote_code stays off) and model files that could not be read.
+    target without them has nothing to draft with. Known by name only, hidden sizes and MTP layers come from the
+    offline model-card table, which also names the target each known EAGLE / EAGLE-3 head was trained for: a
+    head on another target has a different vocabulary (error) or predicts another model's tokens (low
+    acceptance); an EAGLE-3 head's reduced draft_vocab_size is by design, not a mismatch. Also reports configs
+    that ask for remote code (never run here: trust_remote_code stays off) and model files that could not be read.
     """
     pair: PairInfo = facts["models.pair"]
     t, d = pair.target, pair.draft
     out: list[Finding] = []
     method = (pair.method or "").lower()
-    if pair.family == HEAD and d is not None and d.config and t.hidden_size and d.hidden_size \
+    by_card = d is not None and (d.from_card or t.from_card)
+    if pair.family == HEAD and d is not None and (d.config or d.from_card) and t.hidden_size and d.hidden_size \
             and method in ("eagle", "eagle3", "medusa", "dflash", "mlp_speculator") and d.hidden_size != t.hidden_size:
         out.append(Finding(
             id="pair.fit.head-hidden-size", category=Category.CONFIG_UNSUPPORTED_COMBO, severity=Severity.ERROR,
-            confidence=0.8, title=f"The {method} head {d.name} was built for hidden size {d.hidden_size}, "
-                                  f"the target has {t.hidden_size}",
-            evidence=(Evidence(d.config_source, f"draft hidden_size = {d.hidden_size}"),
-                      Evidence(t.config_source, f"target hidden_size = {t.hidden_size}")),
+            confidence=0.65 if by_card else 0.8,
+            title=f"The {method} head {d.name} was built for hidden size {d.hidden_size}, "
+                  f"the target has {t.hidden_size}" + (" (offline model-card table)" if by_card else ""),
+            evidence=(Evidence(d.fact_source(), f"draft hidden_size = {d.hidden_size}"),
+                      Evidence(t.fact_source(), f"target hidden_size = {t.hidden_size}"))
+            + _trained_for_evidence(d),
             fix=Fix("Use the head trained for this exact target (its model card names the target).", ()),
             impact="the head cannot run on this target's hidden states", impact_score=0.9,
             data={"draft_hidden_size": d.hidden_size, "target_hidden_size": t.hidden_size}))
-    if (method == "mtp" or method.endswith("_mtp")) and t.config:
+    elif pair.family == HEAD and d is not None and d.card is not None and d.card.is_head:
+        out.extend(_head_target_findings(pair, method))
+    if is_mtp_method(method) and t.mtp_layers == 0:
         keys = knowledge()["methods"]["mtp_config_keys"]
-        sub = [t.config] + [v for v in t.config.values() if isinstance(v, dict)]
-        if not any(k in c for c in sub for k in keys):
-            out.append(Finding(
-                id="pair.fit.no-mtp-layers", category=Category.CONFIG_UNSUPPORTED_COMBO, severity=Severity.WARNING,
-                confidence=0.6, title=f"Method {method} but target {t.name}'s config.json declares no MTP layers",
-                evidence=(Evidence(t.config_source, f"none of {', '.join(keys)} in config.json"),),
-                fix=Fix("Use MTP only with a target that ships MTP layers, or pick another method.",
-                        (f"vllm serve {t.ref} --speculative-config "
-                         + shlex.quote('{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}'),)),
-                impact="no drafter to run: vLLM fails or speculation is inactive", impact_score=0.7))
+        ev = (Evidence(t.fact_source(), "the checkpoint's config.json declares no MTP layers "
+                                        f"({', '.join(keys)} absent or 0)") if t.from_card else
+              Evidence(t.config_source, f"none of {', '.join(keys)} in config.json (or all 0)"))
+        out.append(Finding(
+            id="pair.fit.no-mtp-layers", category=Category.CONFIG_UNSUPPORTED_COMBO, severity=Severity.WARNING,
+            confidence=0.5 if t.from_card else 0.6,
+            title=f"Method {method} but target {t.name}'s config.json declares no MTP layers"
+                  + (" (offline model-card table)" if t.from_card else ""),
+            evidence=(ev,),
+            fix=Fix("Use MTP only with a target that ships MTP layers, or pick another method.",
+                    (f"vllm serve {t.ref} --speculative-config "
+                     + shlex.quote('{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}'),)),
+            impact="no drafter to run: vLLM fails or speculation is inactive", impact_score=0.7))
     for m in (t, d):
         if m is None:
             continue

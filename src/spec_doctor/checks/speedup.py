@@ -154,7 +154,8 @@ def _conditions(facts: Mapping[str, Any], dep: Any) -> tuple[set[str], list[Evid
     if target is not None:
         cfg = text_config(getattr(target, "config", None) or {})
         why = hybrid_target(getattr(target, "model_type", None) or cfg.get("model_type"), cfg.get("layer_types"),
-                            getattr(target, "ref", None))
+                            getattr(target, "ref", None),
+                            "offline model-card table" if getattr(target, "from_card", False) else "config.json")
         if why:
             held.add("hybrid-target")
             ev.append(Evidence(getattr(target, "config_source", "models.target"), f"hybrid target: {why}"))

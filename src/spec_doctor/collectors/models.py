@@ -4,8 +4,9 @@ Models come from --target/--draft or the deployment config (`model`, `speculativ
 directory is read as is; a hub id is looked up in the local Hugging Face cache only (downloading needs
 --allow-download). Only files are read -- config.json, generation_config.json, tokenizer files and
 safetensors headers -- never weights and never model code (trust_remote_code stays off). When only a
-name is known (a path on the user's server, an uncached hub id), the size is estimated from the name with
-low confidence.
+name is known (a path on the user's server, an uncached hub id), its config facts come from the offline
+model-card table (knowledge/data/model_cards.toml) when the name is one it knows, else the size is estimated
+from the name; both with low confidence. A local config.json always wins over the table.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ Log fallback: running requests / generation throughput x tokens/step, averaged o
 
 The target's size: its model files when given (--target, a local directory), else what vLLM measured while
 loading it (`Model loading took X GiB`, vllm/v1/worker/gpu_model_runner.py@v0.26.0 `load_model`: the drafter of a
-draft-model method is loaded inside the same memory profiler, so the figure includes it), else the known-size
+draft-model method is loaded inside the same memory profiler, so the figure includes it), else the model-card
 table. KV bytes per token: `Available KV cache memory` / `GPU KV cache size` (one pool for every attention layer,
 a draft model's included; vllm/v1/core/kv_cache_utils.py@v0.26.0), unless the block count was overridden.
 """
@@ -23,6 +23,7 @@ from typing import Any
 
 from spec_doctor.engine.facts import FactStore, FactUnavailable, provides
 from spec_doctor.knowledge.data import threshold
+from spec_doctor.knowledge.models import CARD_BASIS
 from spec_doctor.knowledge.speedup import RequestTimes, estimate_speedup, gpu_spec, plain_step_time
 
 GIB = 2**30
@@ -124,7 +125,7 @@ def _target_size(store: FactStore) -> dict[str, Any]:
     budget = store.maybe("memory.budget")
     target = getattr(budget, "target", None)
     info = store.maybe("models.target")
-    by_name = getattr(info, "param_source", "") == "known-size table"
+    by_name = getattr(info, "param_source", "") == CARD_BASIS
     tp = max(1, getattr(target, "tp", 1) or 1)
     if target is not None and getattr(target, "weight_bytes_per_gpu", None) and not by_name:
         params = getattr(info, "active_param_count", None) or getattr(info, "param_count", None)

@@ -1,5 +1,6 @@
-"""What model names, config.json fields and method names tell: sizes from names (a known-size table and the
-'7B' / '30B-A3B' notations), quantization from names, method families (model-free / head / draft model)."""
+"""What model names, config.json fields and method names tell: the offline model-card table (config.json facts of
+well-known checkpoints, data/model_cards.toml), sizes from names (that table, else the '7B' / '30B-A3B' notations),
+quantization from names, method families (model-free / head / draft model)."""
 
 from __future__ import annotations
 
@@ -30,23 +31,107 @@ _XMOE_RE = re.compile(r"(?<![a-z0-9.])(\d+)x(\d+(?:\.\d+)?)b(?![a-z0-9])")
 _SIZE_RE = re.compile(r"(?<![a-z0-9.])(\d+(?:\.\d+)?)([bm])(?![a-z0-9])")
 
 
+# --------------------------------------------------------------------------------------- model-card table
+CARD_BASIS = "model-card table"  # ModelInfo.param_source / vocab_size_source for facts from data/model_cards.toml
+
+
+@dataclass(frozen=True)
+class ModelCard:
+    """One row of data/model_cards.toml: config.json facts of a well-known checkpoint, known by its name."""
+
+    id: str
+    pattern: str
+    source: str
+    kind: str = "model"  # "model" | "eagle" | "eagle3"
+    family: str | None = None
+    tokenizer: str | None = None
+    vocab_size: int | None = None
+    draft_vocab_size: int | None = None
+    params_b: float | None = None
+    active_b: float | None = None
+    num_hidden_layers: int | None = None
+    hidden_size: int | None = None
+    mtp_layers: int | None = None
+    hybrid: bool | None = None
+    model_type: str | None = None
+    architecture: str | None = None
+    dtype: str | None = None
+    quantization: str | None = None
+    target: str | None = None  # heads: the id of the row of the model the head was trained for
+    verified: str | None = None
+    examples: tuple[str, ...] = ()
+
+    @property
+    def is_head(self) -> bool:
+        return self.kind != "model"
+
+    @property
+    def provenance(self) -> str:
+        """What an evidence line says about where a fact came from."""
+        return f"offline model-card table, {self.id}: {self.source.split(' ', 1)[0]}"
+
+
+_CARD_FIELDS = frozenset(ModelCard.__dataclass_fields__)
+
+
+@lru_cache(maxsize=1)
+def _cards() -> tuple[tuple[ModelCard, re.Pattern[str]], ...]:
+    data = load("model_cards.toml")
+    m = data["match"]
+    words = [*m["variant_words"], m["release_tag"]]
+    # the quantizers' words (models.toml [[quant_name]]) may follow a name too; "fp8-dynamic" is "fp8" + "dynamic"
+    words += sorted({w for row in knowledge().get("quant_name", []) for word in row["words"]
+                     for w in word.split("-")}, key=len, reverse=True)
+    tail = "(?:[-.](?:" + "|".join(w if w == m["release_tag"] else re.escape(w) for w in words) + "))*"
+    out = []
+    for row in data["card"]:
+        fields: dict[str, Any] = {k: (tuple(v) if k == "examples" else v) for k, v in row.items() if k in _CARD_FIELDS}
+        card = ModelCard(**fields)
+        out.append((card, re.compile(f"(?:{card.pattern}){tail}")))
+    return tuple(out)
+
+
+def cards() -> tuple[ModelCard, ...]:
+    """Every row of the offline model-card table."""
+    return tuple(c for c, _ in _cards())
+
+
+def cards_matching(ref: str) -> list[ModelCard]:
+    """The rows whose pattern (plus variant words) is the whole normalized name: one, or none (tests keep the
+    table unambiguous)."""
+    name = normalize_name(ref)
+    return [c for c, rx in _cards() if rx.fullmatch(name)]
+
+
+def card_for(ref: str | None) -> ModelCard | None:
+    """The model-card row of a checkpoint name, or None: an id the table does not know (or, defensively, one that
+    two rows claim) stays unknown."""
+    if not ref:
+        return None
+    hits = cards_matching(ref)
+    return hits[0] if len(hits) == 1 else None
+
+
+def card_by_id(card_id: str | None) -> ModelCard | None:
+    return next((c for c in cards() if c.id == card_id), None) if card_id else None
+
+
 @dataclass(frozen=True)
 class NameSize:
     params: int  # total parameters
     active: int | None  # active parameters per token (MoE), when the name says so
-    basis: str  # "known-size table" | "name"
+    basis: str  # CARD_BASIS | "name"
     source: str
 
 
 def size_from_name(ref: str) -> NameSize | None:
-    """Parameter count from a model name: a model-card table first, else the '7B' / '0.5B' / '125m' /
+    """Parameter count from a model name: the model-card table first, else the '7B' / '0.5B' / '125m' /
     '30B-A3B' / '8x7B' notation. None when the name carries no size."""
     name = normalize_name(ref)
-    for row in knowledge().get("known_size", []):
-        if re.search(row["pattern"], name):
-            active = row.get("active_b")
-            return NameSize(int(row["params_b"] * 1e9), int(active * 1e9) if active else None,
-                            "known-size table", row["source"])
+    card = card_for(ref)
+    if card is not None and card.params_b and not card.is_head:
+        return NameSize(int(card.params_b * 1e9), int(card.active_b * 1e9) if card.active_b else None,
+                        CARD_BASIS, card.source)
     m = _MOE_RE.search(name)
     if m:
         return NameSize(int(float(m.group(1)) * 1e9), int(float(m.group(2)) * 1e9), "name", ref)

@@ -185,13 +185,15 @@ class MethodCost:
     break_even_tokens_per_step: float | None
 
 
-def hybrid_target(model_type: str | None, layer_types: Any, name: str | None) -> str | None:
+def hybrid_target(model_type: str | None, layer_types: Any, name: str | None,
+                  basis: str = "config.json") -> str | None:
     """Why a target counts as hybrid (recurrent-state layers beside attention), or None: its config.json
-    model_type or layer_types first, its name only when there is no config (models.toml [hybrid])."""
+    model_type or layer_types first, its name only when there is no config (models.toml [hybrid]). `basis` says
+    where the model_type came from (the offline model-card table for a name-only target)."""
     table = knowledge()["hybrid"]
     if model_type:
         if model_type in table["model_types"]:
-            return f"config.json model_type {model_type!r}"
+            return f"{basis} model_type {model_type!r}"
     if isinstance(layer_types, list):
         kinds = {str(x).lower() for x in layer_types}
         hit = sorted(k for k in kinds if any(w in k for w in table["layer_words"]))

@@ -13,8 +13,11 @@ from typing import Any
 
 from spec_doctor.engine.facts import FactUnavailable
 from spec_doctor.knowledge.models import (
+    CARD_BASIS,
     DRAFT_MODEL,
     HEAD,
+    ModelCard,
+    card_for,
     is_head_name,
     knowledge,
     method_family,
@@ -72,14 +75,14 @@ class ModelInfo:
     generation_config: dict[str, Any] = field(default_factory=dict)
     param_count: int | None = None
     active_param_count: int | None = None  # MoE: parameters used per token
-    param_source: str | None = None  # "safetensors" | "config" | "known-size table" | "name"
+    param_source: str | None = None  # "safetensors" | "config" | CARD_BASIS ("model-card table") | "name"
     param_confidence: float = 0.0
     weight_bytes: int | None = None
     dtype: str | None = None
     quantization: str | None = None
     quantization_source: str | None = None
     vocab_size: int | None = None  # config.json vocab_size (or a model-card value for a known name)
-    vocab_size_source: str | None = None  # "config" | "known-vocab table"
+    vocab_size_source: str | None = None  # "config" | CARD_BASIS
     embedding_rows: int | None = None  # from the safetensors header
     lm_head_rows: int | None = None
     model_type: str | None = None
@@ -88,6 +91,14 @@ class ModelInfo:
     num_experts: int | None = None
     experts_per_token: int | None = None
     remote_code: bool = False  # config asks for trust_remote_code (auto_map); never honoured here
+    num_hidden_layers: int | None = None
+    mtp_layers: int | None = None  # MTP layers the config declares (0 = none); None = unknown
+    hybrid: bool | None = None  # recurrent-state layers beside attention (model-card table; configs: knowledge/speedup)
+    tokenizer_family: str | None = None  # model-card table's tokenizer family (name-only models)
+    # The offline model-card row this name matches (knowledge/data/model_cards.toml), whether or not its facts were
+    # used: they stand in for config.json only when there are no files here (`from_card`).
+    card: ModelCard | None = None
+    from_card: bool = False
     tokenizer: Vocab | None = None
     tokenizer_error: str | None = None
     problems: list[str] = field(default_factory=list)  # unreadable / missing files, one line each
@@ -114,8 +125,17 @@ class ModelInfo:
             "weight_bytes": self.weight_bytes, "dtype": self.dtype, "quantization": self.quantization,
             "vocab_size": self.vocab_size, "embedding_rows": self.embedding_rows,
             "model_type": self.model_type, "tokenizer_size": self.tokenizer.size if self.tokenizer else None,
-            "problems": list(self.problems),
+            "hidden_size": self.hidden_size, "num_hidden_layers": self.num_hidden_layers,
+            "mtp_layers": self.mtp_layers, "card": self.card.id if self.card else None,
+            "facts_from_card": self.from_card, "problems": list(self.problems),
         }
+
+    def fact_source(self, what: str = "config") -> str:
+        """Where a config fact of this model came from, for an evidence line: its config.json, or the model-card
+        table's row (with that row's source) when only the name is known."""
+        if self.from_card and self.card is not None:
+            return f"{self.ref} ({self.card.provenance})"
+        return self.config_source if what == "config" else self.ref
 
 
 def hf_cache_dir() -> Path:
@@ -223,6 +243,31 @@ def estimate_params_from_config(cfg: dict[str, Any]) -> tuple[int, int | None] |
     return total, (active if active < total else None)
 
 
+def mtp_layers_in_config(cfg: dict[str, Any]) -> int:
+    """MTP layers a config.json declares (models.toml [methods] mtp_config_keys, top level or in a sub-config such as
+    text_config): the largest value given, 0 when no key is there or every one says 0."""
+    keys = knowledge()["methods"]["mtp_config_keys"]
+    subs = [cfg] + [v for v in cfg.values() if isinstance(v, dict)]
+    found = [c[k] for c in subs for k in keys if k in c]
+    return max([v for v in found if type(v) is int and v > 0], default=0)
+
+
+def _facts_from_card(info: ModelInfo, card: ModelCard) -> None:
+    """A name-only model's config facts from its model-card row (lower confidence than a config.json; the name's own
+    quantization word wins over the vendor release's native format)."""
+    info.from_card = True
+    if card.vocab_size:
+        info.vocab_size, info.vocab_size_source = card.vocab_size, CARD_BASIS
+    info.model_type = card.model_type
+    info.architectures = [card.architecture] if card.architecture else []
+    info.hidden_size, info.num_hidden_layers = card.hidden_size, card.num_hidden_layers
+    info.mtp_layers, info.hybrid, info.tokenizer_family = card.mtp_layers, card.hybrid, card.tokenizer
+    info.dtype = card.dtype
+    if info.quantization is None and card.quantization:
+        info.quantization = card.quantization
+        info.quantization_source = f"{info.ref} ({card.provenance}; the vendor's release is {card.quantization})"
+
+
 def _quant_method(cfg: dict[str, Any]) -> str | None:
     q = cfg.get("quantization_config") or text_config(cfg).get("quantization_config")
     if isinstance(q, dict):
@@ -234,20 +279,18 @@ def _quant_method(cfg: dict[str, Any]) -> str | None:
 def load_model_info(role: str, ref: str, source: str, allow_download: bool = False) -> ModelInfo:
     """Everything the files of one model say; a name-only ModelInfo when there are no files here."""
     path, how = resolve(ref, allow_download)
-    info = ModelInfo(role=role, ref=ref, path=str(path) if path else None, resolved=how, source=source)
+    info = ModelInfo(role=role, ref=ref, path=str(path) if path else None, resolved=how, source=source,
+                     card=card_for(ref))
     if path is None:
         guess = size_from_name(ref)
         if guess:
             info.param_count, info.active_param_count = guess.params, guess.active
             info.param_source = guess.basis
-            info.param_confidence = 0.6 if guess.basis == "known-size table" else 0.45
+            info.param_confidence = 0.6 if guess.basis == CARD_BASIS else 0.45
         info.quantization = quantization_from_name(ref)
         info.quantization_source = "name" if info.quantization else None
-        name = normalize_name(ref)
-        for row in knowledge().get("known_vocab", []):
-            if re.search(row["pattern"], name):
-                info.vocab_size, info.vocab_size_source = row["vocab_size"], "known-vocab table"
-                break
+        if info.card is not None:
+            _facts_from_card(info, info.card)
         return info
     problems = info.problems
     cfg = _read_json_file(path / "config.json", problems)
@@ -261,6 +304,9 @@ def load_model_info(role: str, ref: str, source: str, allow_download: bool = Fal
     if cfg and info.vocab_size is None:
         problems.append("config.json has no vocab_size")
     info.model_type = cfg.get("model_type") if isinstance(cfg.get("model_type"), str) else None
+    info.num_hidden_layers = _int(text.get("num_hidden_layers"))
+    if cfg:
+        info.mtp_layers = mtp_layers_in_config(cfg)
     archs = cfg.get("architectures")
     info.architectures = [a for a in archs if isinstance(a, str)] if isinstance(archs, list) else []
     info.hidden_size = _int(text.get("hidden_size"))
@@ -337,6 +383,8 @@ def build_pair(target: ModelInfo, draft: ModelInfo | None, spec: DraftSpec | Non
         mt = (draft.model_type or "").lower()
         if mt in ("eagle", "eagle3", "medusa", "mlp_speculator") or mt.endswith("_mtp"):
             method = mt
+        elif draft.card is not None and draft.card.is_head:
+            method = draft.card.kind  # a known EAGLE / EAGLE-3 head (model-card table)
         elif is_head_name(draft.ref):
             method = "eagle3" if "eagle3" in normalize_name(draft.ref) else "eagle" if "eagle" in normalize_name(draft.ref) else None
         else:
