@@ -1228,9 +1228,11 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
             fix=Fix("Leave headroom:", ("--gpu-memory-utilization 0.90",)),
             impact="no out-of-memory at graph capture or under load", impact_score=0.5,
             data={"value": gmu, "memory_trouble": trouble is not None}))
-    # A block-parallel drafter (DFlash) proposes its whole block in one pass: K up to the block is its design.
-    block = thresholds()["block_parallel_k_max"]
-    k_max = int(block["value"]) if str(spec.method or "").lower() in block["methods"] else 7
+    # A block-parallel drafter (DFlash) proposes its whole block in one pass: K up to the block is its design; an
+    # adaptive drafter (suffix decoding) proposes only what its match supports, K is its cap.
+    method = str(spec.method or "").lower()
+    k_max = next((int(row["value"]) for row in (thresholds()["block_parallel_k_max"], thresholds()["adaptive_k_max"])
+                  if method in row["methods"]), 7)
     if k is not None and k > k_max:
         # The waste grows with K: every step verifies K+1 tokens while acceptance decays geometrically, so
         # K in the tens or hundreds is far worse than K=8 (and makes every step compute-bound).
