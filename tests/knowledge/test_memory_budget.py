@@ -127,6 +127,23 @@ def test_no_memory_for_kv_cache():
     assert "memory.budget.no-kv" in found
 
 
+def test_without_a_deployment_config_a_start_up_oom_is_a_note_naming_the_assumed_tp():
+    """Models named alone (`check --target ... --draft ...` on a GPU host): TP=1 and the default utilization are
+    assumptions, so a model too big for one GPU is no OOM verdict about a server nobody described; with the
+    deployment's command (the same TP=1 as vLLM's default) it stays the start-up error."""
+    big = dict(target=_model("target", "DeepSeek-V3", params=671.0), dep=None, version=Version("0.20.0"),
+               gpu_total_bytes=150_754_820_096, gpu_total_source="NVML (H200 fixture)")
+    b = compute_budget(**big)
+    assert not b.config_known and b.kv_bytes is not None and b.kv_bytes <= 0
+    f = {x.id: x for x in _run("memory.budget", {"memory.budget": b, "nvml.snapshot": None})}["memory.budget.no-kv"]
+    assert f.severity.value == "info" and "assumed TP=1" in f.title and "--tensor-parallel-size 2" in f.fix.commands
+    named = DeploymentConfig(origin="draft", model="deepseek-ai/DeepSeek-V3", speculative=SpecConfig(method="mtp"))
+    assert not compute_budget(**dict(big, dep=named)).config_known  # what --target/--draft stand up: no TP stated
+    stated = compute_budget(**dict(big, dep=_dep(max_model_len=8192)))
+    f = {x.id: x for x in _run("memory.budget", {"memory.budget": stated, "nvml.snapshot": None})}["memory.budget.no-kv"]
+    assert f.severity.value == "error" and f.confidence == 0.7 and "assumed" not in f.title
+
+
 def test_other_processes_only_flagged_when_they_are_not_vllm():
     snap = json.loads((ROOT / "fixtures/nvml/h200-snapshot.json").read_text())["snapshot"]
     g = snap["gpus"][0]

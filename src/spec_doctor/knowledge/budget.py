@@ -179,7 +179,7 @@ class MemoryBudget:
     effective_kv_source: str = ""
     notes: list[str] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)
-    config_known: bool = True  # a deployment config (TP, utilization, ...) was given
+    config_known: bool = True  # a deployment config (TP, utilization, ...) was given, not only model names
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -476,7 +476,9 @@ def compute_budget(*, target: Any, draft: Any = None, dep: Any = None, spec_meth
         kv_bytes_per_token=per_token, kv_tokens=kv_tokens, tokens_per_request_overhead=overhead,
         vllm_reported=reported, comparison=comparison, effective_kv_tokens=eff,
         effective_kv_source=eff_src if eff is not None else "", notes=notes,
-        sources={"reserve": k["reserve"]["source"]}, config_known=dep is not None,
+        sources={"reserve": k["reserve"]["source"]},
+        # a config stood up from --target/--draft alone (origin "draft") states no TP or utilization
+        config_known=dep is not None and getattr(dep, "origin", "") != "draft",
     )
     for length in sorted({max_len or 0, *k["reserve"]["typical_lengths"]}):
         if length and (max_len is None or length <= max_len):
