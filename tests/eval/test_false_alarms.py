@@ -66,6 +66,7 @@ class Setup:
     gpus: tuple[str, ...]
     source: str
     tp: int = 1
+    dp: int = 1  # data-parallel ranks (GPUs = tp x dp)
     # the first release that runs this model with this method; 0.9.0: the V1 engine's --speculative-config form (the
     # V0 engine's --speculative-model form is in CAVEATS)
     since: str = "0.9.0"
@@ -136,6 +137,8 @@ SETUPS = [
           tp=8, extra="--trust-remote-code"),
     Setup("deepseek-r1-0528+mtp-ep", "deepseek-ai/DeepSeek-R1-0528", {"method": "mtp"}, (1, 2), ("H200",),
           "RECIPE_DSV3 (TP8+EP)", tp=8, extra="--enable-expert-parallel"),
+    Setup("deepseek-r1-0528+mtp-dp8ep", "deepseek-ai/DeepSeek-R1-0528", {"method": "mtp"}, (1, 2), ("H200",),
+          "RECIPE_DSV3 (DP8+EP)", dp=8, extra="--enable-expert-parallel --trust-remote-code"),
     Setup("deepseek-v3+deepseek_mtp", "deepseek-ai/DeepSeek-V3", {"method": "deepseek_mtp"}, (1,), ("H200",),
           "RECIPE_DSV3 with the method's name before 0.11.0", tp=8, before="0.11.0"),
     Setup("mimo-7b+mtp", "XiaomiMiMo/MiMo-7B-Base", {"method": "mtp"}, (1,), ("H100",), "DOCS_MTP (verbatim)"),
@@ -172,6 +175,7 @@ def nvml(gpu: str, count: int) -> dict[str, Any]:
 
 def command(s: Setup, k: int, flags: str = "") -> str:
     parts = ["vllm serve", s.target] + ([f"--tensor-parallel-size {s.tp}"] if s.tp > 1 else [])
+    parts += [f"--data-parallel-size {s.dp}"] if s.dp > 1 else []
     parts += [x for x in (s.extra, flags) if x]
     return " ".join(parts) + f" --speculative-config '{json.dumps(dict(s.spec, num_speculative_tokens=k))}'"
 
@@ -201,7 +205,7 @@ def test_documented_setup_gets_no_alarm_on_any_release_that_supports_it(setup):
     for i, v in enumerate(vs + [None]):  # None: the release is not known
         k, gpu, flags = setup.ks[i % len(setup.ks)], setup.gpus[i % len(setup.gpus)], FLAGS[i % len(FLAGS)]
         cmd = command(setup, k, flags)
-        verdict, found = alarms(Inputs(cmd=cmd, vllm_version=v, gpu=gpu), gpu, setup.tp)
+        verdict, found = alarms(Inputs(cmd=cmd, vllm_version=v, gpu=gpu), gpu, setup.tp * setup.dp)
         if found or verdict not in ("healthy", "unknown"):
             bad[f"{v} {gpu}: {cmd}"] = [f"verdict {verdict}"] + found
     assert not bad, json.dumps(bad, indent=1)
@@ -220,7 +224,7 @@ def test_documented_pair_by_name_gets_no_alarm(setup):
             gpu = setup.gpus[0]
             obs = Observed(k=k, text={"--k": str(k)})
             verdict, found = alarms(Inputs(target=setup.target, draft=draft, vllm_version=v, gpu=gpu, observed=obs),
-                                    gpu, setup.tp)
+                                    gpu, setup.tp * setup.dp)
             if found or verdict not in ("healthy", "unknown"):
                 bad[f"{v} K={k}"] = [f"verdict {verdict}"] + found
     assert not bad, json.dumps(bad, indent=1)

@@ -28,7 +28,7 @@ def _weights_evidence(b: MemoryBudget) -> list[Evidence]:
         per_gpu = m.weight_bytes_per_gpu
         kv = f"; KV {m.kv.bytes_per_token / 1024:.1f} KiB/token per GPU ({m.kv.formula})" if m.kv else ""
         ev.append(Evidence(m.weight_source or m.role,
-                           f"{m.role} {m.name}: weights {_g(m.weight_bytes)} (TP {m.tp}: {_g(per_gpu)} per GPU){kv}"))
+                           f"{m.role} {m.name}: weights {_g(m.weight_bytes)} ({m.sharding}: {_g(per_gpu)} per GPU){kv}"))
     return ev
 
 
