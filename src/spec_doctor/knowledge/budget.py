@@ -363,9 +363,10 @@ def compute_budget(*, target: Any, draft: Any = None, dep: Any = None, spec_meth
     if t_kv is None:
         missing.append("target KV geometry (config.json with num_hidden_layers / heads / head_dim)")
     total_p, active_p = getattr(target, "param_count", None), getattr(target, "active_param_count", None)
-    moe = isinstance(total_p, int) and isinstance(active_p, int) and 0 < active_p < total_p
-    # The active parameters bound the dense share from above (they include the shared and top-k experts).
-    dense = active_p / total_p if ep_v is True and moe and dp > 1 else 1.0
+    dense = 1.0
+    if ep_v is True and dp > 1 and isinstance(total_p, int) and isinstance(active_p, int) and 0 < active_p < total_p:
+        # The active parameters bound the dense share from above (they include the shared and top-k experts).
+        dense = active_p / total_p
     tm = ModelMemory("target", getattr(target, "name", "") or getattr(target, "ref", "target"),
                      t_w, t_w_src, tp, t_kv, pp=pp, expert_ranks=tp * dp if dense < 1.0 else 1, dense_share=dense)
     if pp > 1 or dense < 1.0:
