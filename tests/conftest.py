@@ -35,6 +35,18 @@ def check_log(tmp_path, text: str, *extra: str) -> dict:
     return report
 
 
+def load_script(name: str):
+    """A script of scripts/ as a module (scripts are not a package): scripts/NAME.py."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def one_error_line(proc: subprocess.CompletedProcess) -> str:
     """The one ``spec-doctor: error: ...`` line of a run that exited 2 on bad input (no traceback)."""
     assert proc.returncode == 2, (proc.returncode, proc.stdout[-500:], proc.stderr[-500:])

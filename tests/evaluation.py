@@ -69,7 +69,9 @@ def case_args(case_dir: Path) -> tuple[list[str], dict]:
 # inputs.json `observed` field -> the check option that takes it (fixtures/cases/README.md: the figures a reporter
 # measured, as a user would type them).
 OBSERVED_OPTIONS = {"throughput": "--throughput", "latency": "--latency", "acceptance": "--acceptance",
-                    "k": "--k", "temperature": "--temperature", "concurrency": "--concurrency"}
+                    "k": "--k", "temperature": "--temperature", "concurrency": "--concurrency",
+                    # the reporter's complaint, verbatim (SYMPTOM.md): what they saw, never a cause
+                    "symptom": "--symptom"}
 
 
 def observed_args(observed: dict) -> list[str]:

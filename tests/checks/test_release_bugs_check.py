@@ -119,3 +119,92 @@ def test_bundled_healthy_runs_get_nothing(case: str) -> None:
     d = ROOT / "fixtures" / "vllm-gpu" / case
     facts = _facts(cmd=(d / "cmd.txt").read_text(), logs=[str(d / "log.txt")])
     assert _run(facts) == []  # healthy acceptance in the log: not even a note
+
+
+# -- the user's complaint (--symptom, fact symptom.complaint) ------------------------------------------------------
+GEMMA_MTP_TP2 = ("vllm serve google/gemma-4-31B-it -tp 2 "
+                 "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":2}'")
+EAGLE3_DEEPSEEK = ("vllm serve deepseek-ai/DeepSeek-V3 -tp 8 --speculative-config "
+                   "'{\"method\":\"eagle3\",\"model\":\"some/eagle3-head\",\"num_speculative_tokens\":2}'")
+
+
+def _complaint(findings: list[Finding]) -> list[Finding]:
+    return [f for f in findings if f.id == "releasebugs.symptom.complaint"]
+
+
+def test_the_collected_complaint_reaches_the_check() -> None:
+    facts = _facts(cmd=GEMMA_MTP_TP2, vllm_version="0.22.0", symptoms=("the server crashes after a few requests",))
+    assert "crash" in facts["symptom.complaint"]["classes"]
+
+
+def test_a_complaint_of_the_rows_symptom_names_the_row() -> None:
+    facts = _facts(cmd=GEMMA_MTP_TP2, vllm_version="0.22.0",
+                   symptoms=("it crashes with an illegal memory access when I enable MTP",))
+    found = _complaint(_run(facts))
+    assert len(found) == 1
+    f = found[0]
+    assert f.data["bugs"][0] == "gemma4-mtp-ima-tp" and f.severity is Severity.WARNING
+    assert f.data["fixed_in"] == "0.23.0" and f.fix.commands == ("pip install -U 'vllm>=0.23.0'",)
+    assert f.confidence == pytest.approx(0.55)  # the row's conditions (family, TP) shown, not only the method
+    assert "gemma4-mtp-ima-tp" not in {g.data["bug"] for g in _run(facts) if g.id == "releasebugs.release.note"}
+
+
+def test_a_complaint_of_another_class_names_nothing() -> None:
+    facts = _facts(cmd=GEMMA_MTP_TP2, vllm_version="0.22.0", symptoms=("the output looks fine but it is slow",))
+    found = _run(facts)
+    assert not [f for f in _complaint(found) if "gemma4-mtp-ima-tp" in f.data["bugs"]]
+    assert _bugs(found)["gemma4-mtp-ima-tp"].id == "releasebugs.release.note"  # still the info note of the release
+
+
+def test_a_complaint_on_a_fixed_release_names_nothing() -> None:
+    facts = _facts(cmd=GEMMA_MTP_TP2, vllm_version="0.23.0", symptoms=("it crashes with an illegal memory access",))
+    assert not [f for f in _complaint(_run(facts)) if "gemma4-mtp-ima-tp" in f.data["bugs"]]
+
+
+def test_a_partly_affected_inferred_range_lowers_the_complaint_finding() -> None:
+    facts = _facts(cmd=GEMMA_MTP_TP2, vllm_version="0.22.0", symptoms=("it crashes with an illegal memory access",))
+    facts["vllm.version"] = InferredVersion(Version("0.24.0"), "inferred", Version("0.22.0"), Version("0.24.0"),
+                                            False, 0.6)
+    f = next(f for f in _complaint(_run(facts)) if f.data["bugs"][0] == "gemma4-mtp-ima-tp")
+    assert f.confidence < 0.55 and any("only part" in e.detail for e in f.evidence)
+    facts["vllm.version"] = InferredVersion(Version("0.24.0"), "inferred", Version("0.23.0"), Version("0.24.0"),
+                                            False, 0.6)
+    assert not [f for f in _complaint(_run(facts)) if "gemma4-mtp-ima-tp" in f.data["bugs"]]
+
+
+def test_a_healthy_run_gets_nothing_whatever_the_complaint() -> None:
+    facts = _facts(cmd=GEMMA_MTP_TP2, vllm_version="0.22.0", symptoms=("it crashes with an illegal memory access",),
+                   observed=Observed(acceptance_length=2.6, k=2, text={"--acceptance": "2.6"}))
+    assert _run(facts) == []
+
+
+def test_many_matching_rows_make_one_finding_with_the_highest_fix() -> None:
+    facts = _facts(cmd=EAGLE3_DEEPSEEK, vllm_version="0.11.0", symptoms=("the engine crashed with an error",))
+    found = _complaint(_run(facts))
+    assert len(found) == 1
+    f = found[0]
+    bugs = f.data["bugs"]
+    assert len(bugs) >= 3 and {"eagle3-deepseek-non-yarn-rope-crash", "eagle-even-k-index-error"} <= set(bugs)
+    fixed = [b.fixed_in for b in kbc.for_release() if b.id in bugs]
+    assert f.data["fixed_in"] == str(max(fixed)) and f.fix.commands == (f"pip install -U 'vllm>={max(fixed)}'",)
+    assert f.data["bug"] in ("eagle3-deepseek-non-yarn-rope-crash", "eagle-even-k-index-error")  # conditions shown
+    assert not {b for b in bugs if b in _bugs([g for g in _run(facts) if g.id == "releasebugs.release.note"])}
+
+
+def test_log_evidence_outranks_the_complaint() -> None:
+    """The log shows the row's exception: releasebugs.symptom.match (error); the complaint adds no second finding
+    for the same symptom class."""
+    facts = _facts(cmd=MTP_CMD, logs=[str(CRASH_LOG)], symptoms=("it crashes at startup with MTP",))
+    found = _run(facts)
+    assert [f.id for f in found if f.data["bug"] == "mtp-deepseek-v1-broken-0.9"] == ["releasebugs.symptom.match"]
+    assert not [f for f in _complaint(found) if f.data["symptom"] == "crash"]
+
+
+def test_a_not_supported_complaint_names_an_unsupported_combination() -> None:
+    facts = _facts(cmd="vllm serve ai21labs/AI21-Jamba-Mini-1.6 --speculative-config "
+                       "'{\"method\":\"ngram\",\"num_speculative_tokens\":3,\"prompt_lookup_max\":4}'",
+                   vllm_version="0.10.1", symptoms=("vLLM says speculative decoding is not supported for this model",))
+    assert "unsupported" in facts["symptom.complaint"]["classes"]
+    found = _complaint(_run(facts))
+    assert len(found) == 1 and "v1-mamba-spec-not-supported" in found[0].data["bugs"]
+    assert found[0].category.value == "config-unsupported-combo"

@@ -10,19 +10,17 @@ tiny synthetic source tree (three fake tags, as a git repository and as sdists) 
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import re
 import shutil
 import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, REPO, load_script
 from spec_doctor.knowledge import catalogue as cat
 from spec_doctor.parsers.logparse.events import EXC_LINE, FRAME, TB_START
 from spec_doctor.parsers.logparse.lines import parse_envelope
@@ -31,16 +29,7 @@ DATA = REPO / "src" / "spec_doctor" / "knowledge" / "data" / "catalogue.json"
 TAXONOMY = REPO / "src" / "spec_doctor" / "knowledge" / "data" / "taxonomy.md"
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("mine_catalogue", REPO / "scripts" / "mine_catalogue.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["mine_catalogue"] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-mc = _script()
+mc = load_script("mine_catalogue")
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,9 @@ the matcher's yes and no, by deployment (the release-bug checks) and by symptom 
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 from packaging.version import Version
@@ -197,3 +199,106 @@ def test_generic_meaning_of_a_dead_drafter() -> None:
 def test_every_condition_is_described(name: str) -> None:
     want: object = ["x"] if name == "flags_set" else {"a": "b"} if name in ("flag_prefix", "env", "spec_min") else 2
     assert kb.describe_condition(name, want) != name
+
+
+# -- the mined rows, the symptom vocabulary, the one release/overlap rule ----------------------------------------
+PR_TAGS = json.loads((Path(__file__).resolve().parents[2] / "fixtures" / "releasebugs" / "pr_tags.json").read_text())
+
+
+def _pr(bug: kb.KnownBug) -> int | None:
+    m = re.search(r"/pull/(\d+)$", bug.source)
+    return int(m.group(1)) if m else None
+
+
+def test_git_tag_rows_follow_the_mined_tags() -> None:
+    """fixed_in of a git-tag row is the first release tag containing its PR (scripts/mine_release_bugs.py
+    --check-table, kept in fixtures/releasebugs/pr_tags.json); a PR a tag contains is never left to the date rule."""
+    tags = PR_TAGS["tags"]
+    rows = [b for b in kb.bugs() if b.fixed_basis == "git-tag"]
+    assert len(rows) >= 60
+    for b in rows:
+        assert tags.get(str(_pr(b))) == str(b.fixed_in), b.id
+    for b in kb.bugs():
+        if b.fixed_basis == "pr-date":
+            assert str(_pr(b)) not in tags, b.id
+
+
+def test_symptoms_are_the_complaint_vocabulary() -> None:
+    from spec_doctor.knowledge.symptoms import CLASSES
+
+    assert set(kb.SYMPTOMS) - {"tail-zero"} <= set(CLASSES)
+    assert {b.symptom for b in kb.bugs()} <= set(kb.SYMPTOMS)
+
+
+def test_newer_releases_are_covered() -> None:
+    """Rows for the releases since 0.20 (MTP, EAGLE-3, DFlash, ngram_gpu, Model Runner V2, hybrid models)."""
+    recent = [b for b in kb.bugs() if b.fixed_in and b.fixed_in >= Version("0.20.0")]
+    assert len(recent) >= 25
+    assert {"mtp", "eagle3", "dflash", "ngram_gpu"} <= {m for b in recent for m in b.methods}
+    assert {"crash", "wrong-output", "hang", "memory", "low-acceptance"} <= {b.symptom for b in recent}
+
+
+def _bug(affected_from: str | None, fixed_in: str | None) -> kb.KnownBug:
+    return kb.KnownBug("t", "t", ("any",), {}, "crash", (), (), (), Version(affected_from) if affected_from else None,
+                       Version(fixed_in) if fixed_in else None, "git-tag", None, "s", (), None, "engine-bug", "f", "")
+
+
+def _span(lo: str, hi: str, high_open: bool = False) -> kb.ReleaseSpan:
+    return kb.ReleaseSpan(Version(lo), Version(hi), lo != hi, high_open, "t", f"{lo}-{hi}")
+
+
+def test_coverage_of_a_release_and_of_a_range() -> None:
+    bug = _bug("0.20.0", "0.23.0")
+    assert kb.coverage(bug, _span("0.21.0", "0.21.0")) == "all"
+    assert kb.coverage(bug, _span("0.23.0", "0.23.0")) is None  # the fixed release
+    assert kb.coverage(bug, _span("0.19.1", "0.19.1")) is None  # before the bug
+    assert kb.coverage(bug, _span("0.20.0", "0.22.1")) == "all"
+    assert kb.coverage(bug, _span("0.22.0", "0.24.0")) == "part"
+    assert kb.coverage(bug, _span("0.18.0", "0.20.0")) == "part"
+    assert kb.coverage(bug, _span("0.23.0", "0.24.0")) is None
+    assert kb.coverage(bug, _span("0.21.0", "0.22.0", high_open=True)) == "part"  # may be a fixed release
+    assert kb.coverage(_bug("0.20.0", None), _span("0.21.0", "0.22.0", high_open=True)) == "all"  # never fixed
+
+
+def test_release_span_reads_every_form_of_the_version() -> None:
+    from spec_doctor.collectors.core import InferredVersion
+    from spec_doctor.engine.facts import Sourced
+
+    stated = kb.release_span(Sourced(Version("0.22.0+cu129"), "--vllm-version"))
+    assert stated is not None and (stated.low, stated.high, stated.inferred) == (Version("0.22.0"),) * 2 + (False,)
+    inferred = kb.release_span(InferredVersion(Version("0.24.0"), "log", Version("0.21.0"), Version("0.24.0"),
+                                               True, 0.6))
+    assert inferred is not None and inferred.inferred and inferred.high_open and inferred.low == Version("0.21.0")
+    ranged = kb.release_span(None, ReleaseRange(Version("0.10.0"), Version("0.11.0"), False, 0.8))
+    assert ranged is not None and (ranged.low, ranged.high) == (Version("0.10.0"), Version("0.11.0"))
+    assert kb.release_span(None) is None and kb.release_span("not-a-version") is None
+    assert kb.release_span(Version("0.9.1")) == kb.ReleaseSpan(Version("0.9.1"), Version("0.9.1"), False, False,
+                                                               "vllm.version", "0.9.1")
+
+
+def test_by_symptom_rows_and_release_checks_share_the_overlap_rule() -> None:
+    """symptom_bugs (crash / acceptance checks) says sure exactly where the release checks' coverage is "all"."""
+    row = _row("v1-pp-drafter-attribute")
+    for lo, hi in (("0.17.0", "0.18.0"), ("0.15.0", "0.17.0"), ("0.33.0", "0.33.0"), ("0.16.0", "0.32.0")):
+        cover = kb.coverage(row, _span(lo, hi))
+        got = [sure for b, sure in kb.symptom_bugs("crash", "eagle3", None,
+                                                    ReleaseRange(Version(lo), Version(hi), False, 0.8)) if b is row]
+        assert got == ([] if cover is None else [cover == "all"]), (lo, hi)
+
+
+def test_rocm_and_model_runner_v2_conditions() -> None:
+    rocm = _row("rocm-aiter-fa-spec-cu-seqlens")
+    assert kb.match(rocm, kb.Deployment(method="eagle3", device="rocm")) is not None
+    assert kb.match(rocm, kb.Deployment(method="eagle3", device="cpu")) is None
+    assert kb.match(rocm, kb.Deployment(method="eagle3")).unknown  # type: ignore[union-attr]
+    mrv2 = _row("mrv2-stale-sampled-draft-tokens-accuracy")
+    assert kb.match(mrv2, kb.Deployment(method="mtp", args={"model": "m"}, env={"VLLM_USE_V2_MODEL_RUNNER": "1"}))
+    assert kb.match(mrv2, kb.Deployment(method="mtp", args={"model": "m"})) is None
+
+
+def test_an_inferred_range_without_a_lower_end_is_unbounded_below() -> None:
+    from spec_doctor.collectors.core import InferredVersion
+
+    span = kb.release_span(InferredVersion(Version("0.7.3"), "log", None, Version("0.7.3"), False, 0.9))
+    assert span is not None and span.low < Version("0.4.0") and span.high == Version("0.7.3")
+    assert kb.coverage(_row("v0-draft-tp-chunked-prefill-keyerror"), span) == "part"  # fixed in 0.6.5

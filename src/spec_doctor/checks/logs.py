@@ -8,13 +8,12 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping
-from functools import lru_cache
 from typing import Any
 
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge import acceptance as acc
-from spec_doctor.knowledge.data import load, threshold
+from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
 from spec_doctor.knowledge.models import HEAD, method_family
 from spec_doctor.knowledge.release_bugs import generic_bug, symptom_bugs
@@ -76,11 +75,6 @@ def _spec_on(facts: Mapping[str, Any]) -> bool:
     drafter loading, --draft, V0 or V1 metrics lines...)."""
     ev = facts.get("spec.evidence")
     return bool(_spec_configured(facts)) or any(f.spec_streams for f in _files(facts)) or bool(ev and ev.get("on"))
-
-
-@lru_cache(maxsize=1)
-def _bugs() -> dict[str, dict]:
-    return {row["id"]: row for row in load("log_signatures.toml").get("bug", [])}
 
 
 def _signature_finding_ids() -> dict[str, str]:
@@ -378,7 +372,7 @@ def _tail_zero(s, per, ev: Evidence, data: dict, method: str | None,
                          f"with a chance of {chance:.1e}")
     base = {**data, "first_zero_position": m + 1, "chance": chance}
     if chance < threshold("dead_tail_max_chance"):
-        bug = _bugs().get("per-position-tail-zero", {})
+        bug = generic_bug("per-position-tail-zero")
         return m, [Finding("logs.acceptance.tail-zero", Category.ENGINE_BUG, Severity.WARNING,
                            acc.chance_confidence(chance),
                            f"Positions {m + 1}-{len(per)} are never accepted (0.000) right after position "
@@ -761,9 +755,9 @@ def prefix_cache(facts: Mapping[str, Any]) -> list[Finding]:
     """Prefix cache hit rate that stays at exactly 0.0 % in every window with traffic while spec decode runs.
 
     A known bug class: the hybrid KV cache manager drops prefix-cache blocks for EAGLE-style drafters on
-    models with complex attention groups (rows in knowledge/data/log_signatures.toml, [[bug]]).
+    models with complex attention groups (knowledge/data/release_bugs.toml, [generic.prefix-cache-zero-with-drafter]).
     """
-    bug = _bugs()["prefix-cache-zero-with-drafter"]
+    bug = generic_bug("prefix-cache-zero-with-drafter")
     version = _version(facts)
     method = (_spec_method(facts) or "").lower()
     out: list[Finding] = []
@@ -856,7 +850,7 @@ def measurement(facts: Mapping[str, Any]) -> list[Finding]:
                                    "reset, and compare time per output token over the whole run.",
                                    ("vllm bench serve --dataset-name sharegpt --temperature 0.0 --seed 0 "
                                     "--num-prompts 200",)), impact_score=0.5))
-    bug = _bugs()["bench-default-temperature"]
+    bug = generic_bug("bench-default-temperature")
     spec_seen = _spec_on(facts)
     method, k_cfg = _spec_method(facts), _deployment_k(facts)
     for f in files:

@@ -30,6 +30,7 @@ from spec_doctor.knowledge.observed import (
     AcceptanceJudgement,
     judge_acceptance,
     k_excess,
+    run_figures,
     speed_verdict,
     verification_bound,
 )
@@ -62,19 +63,9 @@ def _context(facts: Mapping[str, Any]) -> dict[str, Any]:
     ctx: dict[str, Any] = {"dep": dep, "spec": spec, "method": getattr(spec, "method", None),
                            "method_source": getattr(spec, "source", None) or "config"}
     ev: list[Evidence] = []
-    k, k_src = fig.get("k"), "--k"
-    if k is None and spec is not None and spec.num_speculative_tokens:
-        k, k_src = spec.num_speculative_tokens, spec.source or "config"
-    rate, length, acc_src = fig.get("acceptance_rate"), fig.get("acceptance_length"), fig.get("acceptance_source")
-    if rate is None and length is None:
-        seen = _run_acceptance(facts)
-        if seen is not None:
-            rate, length, acc_src, seen_k = seen
-            if k is None and seen_k:
-                k, k_src = seen_k, acc_src
-    if k is None and rate is not None and length is not None and rate > 0:
-        k = max(1, round((length - 1) / rate))
-    ctx.update(k=k, k_source=k_src if k is not None else None, rate=rate, length=length, acceptance_source=acc_src)
+    run = run_figures(fig, spec, facts.get("metrics.deltas"), facts.get("logs.acceptance"))
+    k, k_src, rate, length, acc_src = run.k, run.k_source, run.rate, run.length, run.acceptance_source
+    ctx.update(k=k, k_source=k_src, rate=rate, length=length, acceptance_source=acc_src)
     ctx["judgement"] = judge_acceptance(rate, length, k, ctx["method"])
     if acc_src:
         shown = (f"acceptance rate {100 * rate:.1f} %" if rate is not None else "") + \
@@ -95,23 +86,6 @@ def _context(facts: Mapping[str, Any]) -> dict[str, Any]:
     ctx["target"] = target if getattr(target, "param_count", None) else None
     ctx["evidence"] = ev
     return ctx
-
-
-def _run_acceptance(facts: Mapping[str, Any]) -> tuple[float | None, float | None, str, int | None] | None:
-    """(rate, mean acceptance length, source, K) of the run itself when no acceptance was stated: the /metrics
-    window (at least min_drafts drafts) or log stream with the most drafted tokens."""
-    best: tuple[float, tuple[float | None, float | None, str, int | None]] | None = None
-    for w in facts.get("metrics.deltas") or []:
-        for d in w.engines.values():
-            n = d.num_draft_tokens or 0
-            if not d.legacy_v0 and (d.num_drafts or 0) >= threshold("min_drafts") and (best is None or n > best[0]):
-                best = (n, (d.acceptance_rate, d.mean_acceptance_length, w.window_label,
-                            d.num_spec_positions or None))
-    for a in facts.get("logs.acceptance") or []:
-        n = a.get("drafted") or 0
-        if n > 0 and (best is None or n > best[0]):
-            best = (n, (a.get("acceptance_rate"), a.get("mean_acceptance_length"), str(a["source"]), a.get("k")))
-    return best[1] if best else None
 
 
 def _bytes_per_active_param(target: Any) -> float:

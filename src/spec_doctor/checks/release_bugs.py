@@ -10,7 +10,6 @@ and configuration alone point to, and only when nothing shows the run healthy.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from packaging.version import Version
@@ -19,47 +18,29 @@ from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity,
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge.crashes import classify
 from spec_doctor.knowledge.observed import judge_acceptance
-from spec_doctor.knowledge.release_bugs import ANY, Deployment, KnownBug, Match, exception_matches, for_release, match
+from spec_doctor.knowledge.release_bugs import (
+    ANY,
+    Deployment,
+    KnownBug,
+    Match,
+    ReleaseSpan,
+    coverage,
+    exception_matches,
+    for_release,
+    match,
+    release_span,
+)
 
 _SOURCES = ["https://github.com/vllm-project/vllm/releases", "https://pypi.org/simple/vllm/"]
 _WANTS = ["config.deployment", "logs.events", "logs.acceptance", "metrics.deltas", "observed.figures",
-          "models.target", "models.draft", "spec.evidence"]
+          "models.target", "models.draft", "spec.evidence", "symptom.complaint"]
 CRASH_ROOT = "logs.crash.traceback"  # the crash check's finding: a matched crash joins its diagnosis
 PARTIAL_FACTOR = 0.6  # the inferred release range only partly inside the affected releases
-
-
-@dataclass(frozen=True)
-class _Version:
-    low: Version
-    high: Version
-    inferred: bool
-    source: str
-    label: str
-
-
-def _version(facts: Mapping[str, Any]) -> _Version | None:
-    v = facts.get("vllm.version")
-    value = getattr(v, "value", None)
-    if not isinstance(value, Version):
-        return None
-    if getattr(v, "inferred", False):
-        low = getattr(v, "low", None) or value
-        high = getattr(v, "high", None) or value
-        label = v.label() if v is not None and hasattr(v, "label") else str(value)
-        return _Version(Version(low.base_version), Version(high.base_version), True,
-                        str(getattr(v, "source", "inferred")), label)
-    base = Version(value.base_version)
-    return _Version(base, base, False, str(getattr(v, "source", "vllm.version")), str(value))
-
-
-def _overlap(bug: KnownBug, ver: _Version) -> str | None:
-    """"all" when every release the inputs allow is affected, "part" when some are, None when none is."""
-    lo_ok, hi_ok = bug.affects(ver.low), bug.affects(ver.high)
-    if lo_ok and hi_ok:
-        return "all"
-    before_fix = bug.fixed_in is None or ver.low < bug.fixed_in
-    after_start = bug.affected_from is None or ver.high >= bug.affected_from
-    return "part" if before_fix and after_start else None
+UNKNOWN_FACTOR = 0.85  # a row condition the inputs cannot tell
+# A complaint naming a row's symptom, the strongest row first: its conditions shown by the config, or only the
+# method (log evidence -- the exception / message / figure -- is releasebugs.symptom.match, stronger than both).
+COMPLAINT_CONF = {"conditions": 0.55, "method": 0.4}
+COMPLAINT_LISTED = 3  # rows a complaint finding names (the rest are counted)
 
 
 def _deployment(facts: Mapping[str, Any]) -> Deployment:
@@ -81,8 +62,11 @@ def _deployment(facts: Mapping[str, Any]) -> Deployment:
     device = str(args["device"]).lower() if args.get("device") else None
     ver = facts.get("vllm.version")
     local = getattr(getattr(ver, "value", None), "local", None)
-    if device is None and local and "cpu" in str(local):
-        device = "cpu"
+    env = dict(getattr(dep, "env", None) or {})
+    if device is None and local:
+        device = next((p for p in ("cpu", "rocm") if p in str(local)), None)  # +cpu / +rocm builds
+    if device is None and any(k.startswith("VLLM_ROCM_") for k in env):
+        device = "rocm"
     raw = dict(getattr(spec, "raw", None) or {})
     draft = facts.get("models.draft")
     draft_q = None
@@ -93,7 +77,7 @@ def _deployment(facts: Mapping[str, Any]) -> Deployment:
             draft_q = None  # no drafter files read and nothing stated: cannot tell
     return Deployment(method=getattr(spec, "method", None), k=getattr(spec, "num_speculative_tokens", None),
                       args=args, families=tuple(dict.fromkeys(fams)), quantized=quantized, device=device,
-                      spec=raw, draft_quantized=draft_q, env=dict(getattr(dep, "env", None) or {}))
+                      spec=raw, draft_quantized=draft_q, env=env)
 
 
 def _acceptance(facts: Mapping[str, Any], method: str | None, k: int | None) -> tuple[str, str] | None:
@@ -132,19 +116,19 @@ def _error_lines(facts: Mapping[str, Any]) -> list[dict[str, Any]]:
             if e.get("level") in ("ERROR", "CRITICAL")]
 
 
-def _upgrade(bug: KnownBug, facts: Mapping[str, Any]) -> tuple[str, ...]:
+def _upgrade(release: Any, facts: Mapping[str, Any]) -> tuple[str, ...]:
     dep = facts.get("config.deployment")
     text = f"{getattr(dep, 'program', None) or ''} {getattr(dep, 'raw_text', None) or ''}"
     if "vllm/vllm-openai" in text or "vllm-openai:" in text:
-        return (f"docker pull vllm/vllm-openai:v{bug.fixed_in}",)
-    return (f"pip install -U 'vllm>={bug.fixed_in}'",)
+        return (f"docker pull vllm/vllm-openai:v{release}",)
+    return (f"pip install -U 'vllm>={release}'",)
 
 
 def _fix(bug: KnownBug, facts: Mapping[str, Any]) -> Fix:
     text = f"Upgrade to vLLM {bug.fixed_in} or newer ({bug.fix})"
     if bug.workaround:
         text += f"; until then: {bug.workaround}"
-    return Fix(text + ".", _upgrade(bug, facts))
+    return Fix(text + ".", _upgrade(bug.fixed_in, facts))
 
 
 def _symptom(bug: KnownBug, facts: Mapping[str, Any], d: Deployment) -> tuple[str, list[Evidence], Any] | None:
@@ -193,15 +177,15 @@ def _healthy(facts: Mapping[str, Any], d: Deployment) -> bool:
     return acc is not None and acc[0] == "good" and not _tracebacks(facts) and not _error_lines(facts)
 
 
-def _candidates(facts: Mapping[str, Any]) -> tuple[_Version, Deployment, list[tuple[Match, str]]] | None:
-    ver = _version(facts)
+def _candidates(facts: Mapping[str, Any]) -> tuple[ReleaseSpan, Deployment, list[tuple[Match, str]]] | None:
+    ver = release_span(facts.get("vllm.version"))
     spec_on = (facts.get("spec.evidence") or {}).get("on")
     if ver is None or not spec_on:
         return None
     d = _deployment(facts)
     out = []
     for bug in for_release():
-        cover = _overlap(bug, ver)
+        cover = coverage(bug, ver)
         if cover is None:
             continue
         m = match(bug, d)
@@ -210,7 +194,7 @@ def _candidates(facts: Mapping[str, Any]) -> tuple[_Version, Deployment, list[tu
     return ver, d, out
 
 
-def _evidence(m: Match, ver: _Version, cover: str, d: Deployment) -> list[Evidence]:
+def _evidence(m: Match, ver: ReleaseSpan, cover: str, d: Deployment) -> list[Evidence]:
     bug = m.bug
     ev = [Evidence(ver.source, f"vLLM {ver.label}" + (" (inferred)" if ver.inferred else "") +
                    f"; the bug affects {bug.affected_label()}" +
@@ -221,7 +205,7 @@ def _evidence(m: Match, ver: _Version, cover: str, d: Deployment) -> list[Eviden
     ev.append(Evidence("config", said))
     if m.unknown:
         ev.append(Evidence("config", "not shown by the inputs (assumed): " + "; ".join(m.unknown)))
-    how = {"advisory": "the advisory's fixed version", "release-notes": "the release notes",
+    how = {"git-tag": "the first release tag containing the fix commit", "advisory": "the advisory's fixed version", "release-notes": "the release notes",
            "catalogue": "the message catalogue", "pr-date": f"the fix PR's date ({bug.pr_date}) against release "
                                                               "dates", "issue-comment": "the issue thread"}
     ev.append(Evidence(bug.source, f"fixed in {bug.fixed_in} (from {how.get(bug.fixed_basis, bug.fixed_basis)})"))
@@ -253,21 +237,82 @@ def _data(m: Match, cover: str, matched: str | None) -> dict[str, Any]:
     return out
 
 
+def complaint_classes(facts: Mapping[str, Any]) -> frozenset[str]:
+    """The classes of the user's complaint (symptom.complaint; SYMPTOM.md), empty when none was given."""
+    c = facts.get("symptom.complaint")
+    return frozenset(c.get("classes") or ()) if isinstance(c, Mapping) else frozenset()
+
+
+def complaint_fits(bug: KnownBug, classes: frozenset[str]) -> bool:
+    """The complaint names the row's symptom: the same class; zero acceptance is also the extreme of a row's low
+    acceptance; "not supported" is also a crash row of an unsupported combination (vLLM refusing the config)."""
+    return (bug.symptom in classes or (bug.symptom == "low-acceptance" and "zero-acceptance" in classes)
+            or ("unsupported" in classes and bug.symptom == "crash" and bug.category == "config-unsupported-combo"))
+
+
+def _complaint_rows(cands: list[tuple[Match, str]], classes: frozenset[str]) -> list[tuple[Match, str]]:
+    """The candidate rows the complaint names, strongest first (more of the row's conditions shown -- none: the
+    method only; the whole release range affected > part of it; fewer conditions assumed; the later fix). A row of every method with no condition
+    shown is never named by a complaint alone (it would name a bug of every speculative deployment)."""
+    rows = [(m, cover) for m, cover in cands if complaint_fits(m.bug, classes)
+            and not (ANY in m.bug.methods and not m.satisfied)]
+    return sorted(rows, key=lambda mc: (len(mc[0].satisfied), mc[1] == "all", -len(mc[0].unknown),
+                                        mc[0].bug.fixed_in or Version("0")), reverse=True)
+
+
+def _complaint_finding(rows: list[tuple[Match, str]], ver: ReleaseSpan, d: Deployment, classes: frozenset[str],
+                       facts: Mapping[str, Any]) -> Finding:
+    """ONE finding for every known bug of the release that the complaint names: the best rows with their fixed_in,
+    one fix (the highest fixed_in among them)."""
+    best, cover = rows[0]
+    conf = COMPLAINT_CONF["conditions" if best.satisfied else "method"]
+    conf *= 1.0 if cover == "all" else PARTIAL_FACTOR
+    conf *= UNKNOWN_FACTOR if best.unknown else 1.0
+    top = max((m.bug.fixed_in for m, _ in rows if m.bug.fixed_in), default=None)
+    said = sorted(classes & {m.bug.symptom for m, _ in rows} or classes)
+    ev = [Evidence("--symptom", "the complaint: " + ", ".join(said))]
+    ev += _evidence(best, ver, cover, d)
+    for m, _ in rows[1:COMPLAINT_LISTED]:
+        ev.append(Evidence(m.bug.source, f"also: {m.bug.title} (fixed in {m.bug.fixed_in}"
+                                         + (f"; {'; '.join(m.satisfied)}" if m.satisfied else "") + ")"))
+    if len(rows) > COMPLAINT_LISTED:
+        ev.append(Evidence("knowledge/data/release_bugs.toml", f"{len(rows) - COMPLAINT_LISTED} more known bugs of "
+                                                               "this release fit the complaint"))
+    names = "; ".join(f"{m.bug.title} (fixed in {m.bug.fixed_in})" for m, _ in rows[:COMPLAINT_LISTED])
+    fix_text = (f"Upgrade to vLLM {top} or newer: it has the fix of every known bug listed ({best.bug.fix})"
+                + (f"; until then: {best.bug.workaround}" if best.bug.workaround else "") + ".")
+    title = (f"Known vLLM bug of this release fits the complaint: {best.bug.title} (fixed in {best.bug.fixed_in})"
+             if len(rows) == 1 else f"{len(rows)} known vLLM bugs of this release fit the complaint; best: "
+                                    f"{best.bug.title} (fixed in {best.bug.fixed_in})")
+    data = {**_data(best, cover, "complaint"), "bugs": [m.bug.id for m, _ in rows], "fixed_in": str(top),
+            "complaint": sorted(classes), "listed": names}
+    return Finding("releasebugs.symptom.complaint", Category(best.bug.category), Severity.WARNING, round(conf, 3),
+                   title, tuple(ev), Fix(fix_text, _upgrade(top, facts)),
+                   impact=f"{best.bug.symptom.replace('-', ' ')} as the complaint says, from a bug of this release",
+                   impact_score=0.5, data=data)
+
+
 @check("releasebugs.symptom", categories=["engine-bug", "env-version", "config-unsupported-combo", "quantization",
                                         "cuda-graph"],
        needs=["vllm.version"], wants=_WANTS, sources=_SOURCES,
-       findings={"releasebugs.symptom.match": "the inputs show the symptom of a known bug of this vLLM release"})
+       findings={"releasebugs.symptom.match": "the inputs show the symptom of a known bug of this vLLM release",
+                 "releasebugs.symptom.complaint": "the user's complaint names the symptom of known bugs of this vLLM "
+                                                  "release for this configuration (one finding for all of them)"})
 def symptom(facts: Mapping[str, Any]) -> list[Finding]:
     """A known bug of the user's vLLM release whose method and conditions the deployment has and whose symptom the
-    inputs show: the log's exception class/message, zero (or collapsing) acceptance, a measured slowdown."""
+    inputs show: the log's exception class/message, zero (or collapsing) acceptance, a measured slowdown -- one
+    finding each; and, joined into ONE finding, the rows whose symptom only the user's complaint names (never on a
+    run the inputs show healthy, nor for a symptom class a log-evidenced row already explains)."""
     found = _candidates(facts)
     if found is None:
         return []
     ver, d, cands = found
     out = []
+    unseen: list[tuple[Match, str]] = []
     for m, cover in cands:
         seen = _symptom(m.bug, facts, d)
         if seen is None:
+            unseen.append((m, cover))
             continue
         how, ev, tb = seen
         if how == "class" and ANY in m.bug.methods and not m.satisfied:
@@ -284,6 +329,12 @@ def symptom(facts: Mapping[str, Any]) -> list[Finding]:
                            tuple(ev + _evidence(m, ver, cover, d)), _fix(bug, facts),
                            impact=f"{bug.symptom.replace('-', ' ')} caused by a bug of this release",
                            impact_score=0.8 if sev is Severity.ERROR else 0.6, data=_data(m, cover, how)))
+    classes = complaint_classes(facts)
+    if classes and not _healthy(facts, d):
+        shown = {f.data["symptom"] for f in out}
+        rows = [(m, c) for m, c in _complaint_rows(unseen, classes) if m.bug.symptom not in shown]
+        if rows:
+            out.append(_complaint_finding(rows, ver, d, classes, facts))
     return out
 
 
@@ -299,10 +350,11 @@ def release(facts: Mapping[str, Any]) -> list[Finding]:
     ver, d, cands = found
     if _healthy(facts, d):
         return []
+    named = {m.bug.id for m, _ in _complaint_rows(cands, complaint_classes(facts))}
     out = []
     for m, cover in cands:
-        if m.unknown or _symptom(m.bug, facts, d) is not None:
-            continue  # unknown conditions make a note a guess; a seen symptom is releasebugs.symptom's
+        if m.unknown or m.bug.id in named or _symptom(m.bug, facts, d) is not None:
+            continue  # unknown conditions make a note a guess; a seen symptom or complaint is releasebugs.symptom's
         if ANY in m.bug.methods and not m.satisfied:
             continue  # a bug of every speculative deployment of the release: said only when its symptom shows
         bug = m.bug

@@ -31,6 +31,7 @@ from spec_doctor.cli.options import (
     SelectorOpt,
     ServersOpt,
     SkipOpt,
+    SymptomOpt,
     TargetOpt,
     TemperatureOpt,
     ThroughputOpt,
@@ -71,6 +72,7 @@ def check_cmd(
     acceptance: AcceptanceOpt = None,
     concurrency: ConcurrencyOpt = None,
     k: KOpt = None,
+    symptom: SymptomOpt = [],
     probe: Annotated[str | None, typer.Option("--probe", help="Run the acceptance probe: offline|live.")] = None,
     server: ServersOpt = [],
     prompts: PromptsOpt = None,
@@ -98,6 +100,7 @@ def check_cmd(
     from spec_doctor.engine.inputs import Inputs
     from spec_doctor.engine.session import diagnose
     from spec_doctor.parsers.observed import observed_from
+    from spec_doctor.parsers.symptom import clean_symptoms
     from spec_doctor.report import formats as reports
 
     if fail_on not in FAIL_ON_CHOICES:
@@ -119,6 +122,7 @@ def check_cmd(
     if config:
         check_file(config, "config file")
     observed = observed_from(throughput, latency, acceptance, concurrency, k)
+    symptoms = clean_symptoms(symptom)
     if gpu is not None:
         from spec_doctor.knowledge.speedup import gpu_names, gpu_spec
 
@@ -138,7 +142,7 @@ def check_cmd(
                     metrics_baseline=list(metrics_file), metrics_interval_s=metrics_interval, prometheus=prom,
                     temperature=temperature, probe=probe, server=servers[0] if servers else None, servers=servers, prompts=prompts,
                     watch_vram_s=watch_vram, allow_download=allow_download, timeout_s=timeout, gpu=gpu,
-                    observed=observed)
+                    observed=observed, symptoms=symptoms)
     from spec_doctor.report.gating import DEFAULT_IGNORE_FILE, baseline_keys, load_ignore_file
 
     if ignore_file is None and Path(DEFAULT_IGNORE_FILE).is_file():

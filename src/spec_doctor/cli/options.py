@@ -77,6 +77,9 @@ ConcurrencyOpt = Annotated[int | None, typer.Option(
 KOpt = Annotated[int | None, typer.Option(
     "--k", help="num_speculative_tokens of the measured run, to judge the measured figures (--cmd/--config/a log "
                 "give it too).")]
+SymptomOpt = Annotated[list[str], typer.Option(
+    "--symptom", help="What you saw, in your words (repeatable; joined), e.g. 'throughput dropped with EAGLE-3', "
+                      "'crashes at startup with MTP': weighs the diagnoses it points at.")]
 
 # -- which checks, how long -------------------------------------------------------------------------
 OnlyOpt = Annotated[list[str], typer.Option("--only", help="Run only this check id or id prefix (repeatable).")]

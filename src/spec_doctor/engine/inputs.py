@@ -60,6 +60,9 @@ class Inputs:
     timeout_s: float = 30.0  # per-check timeout
     gpu: str | None = None  # GPU model for the speedup roofline when NVML cannot tell (e.g. 'H100')
     observed: Observed = field(default_factory=Observed)  # figures the user measured (--throughput, ...)
+    # The user's complaint as typed (--symptom, repeatable; cleaned and bounded by parsers/symptom.py): what they
+    # saw, never a cause (fact symptom.complaint).
+    symptoms: tuple[str, ...] = ()
     # Whether the user gave anything to diagnose beyond the local machine.
     @property
     def has_deployment(self) -> bool:

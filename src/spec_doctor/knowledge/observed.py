@@ -19,6 +19,7 @@ acceptance is what the speculation method normally reaches.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from spec_doctor.knowledge.acceptance import (
     alpha_from_acceptance_length,
@@ -209,3 +210,51 @@ def verification_bound(concurrency: int, k: int | None, gpu: GpuSpec | None,
     return bound, (f"{concurrency} request(s) x ({k_txt}) = {tokens} tokens verified per step, "
                    f"{'at or above' if bound else 'below'} the roofline ridge point {where}, ~{ridge:.0f} tokens "
                    f"(where compute time equals weight streaming)")
+
+
+def run_acceptance(deltas: Any, log_acceptance: Any) -> tuple[float | None, float | None, str, int | None] | None:
+    """(rate, mean acceptance length, source, K) of the run itself: the /metrics window (fact metrics.deltas, at
+    least min_drafts drafts) or log stream (fact logs.acceptance) with the most drafted tokens; None when neither
+    drafted."""
+    best: tuple[float, tuple[float | None, float | None, str, int | None]] | None = None
+    for w in deltas or []:
+        for d in w.engines.values():
+            n = d.num_draft_tokens or 0
+            if not d.legacy_v0 and (d.num_drafts or 0) >= threshold("min_drafts") and (best is None or n > best[0]):
+                best = (n, (d.acceptance_rate, d.mean_acceptance_length, w.window_label,
+                            d.num_spec_positions or None))
+    for a in log_acceptance or []:
+        n = a.get("drafted") or 0
+        if n > 0 and (best is None or n > best[0]):
+            best = (n, (a.get("acceptance_rate"), a.get("mean_acceptance_length"), str(a["source"]), a.get("k")))
+    return best[1] if best else None
+
+
+@dataclass(frozen=True)
+class RunFigures:
+    """K and the acceptance a diagnosis judges by, each with its source: as stated (--k, --acceptance), else the
+    deployment's K and the run's own acceptance (/metrics or the log)."""
+
+    k: int | None
+    k_source: str | None
+    rate: float | None
+    length: float | None
+    acceptance_source: str | None
+
+
+def run_figures(fig: Any, spec: Any, deltas: Any, log_acceptance: Any) -> RunFigures:
+    """``fig``: the fact observed.figures (or an empty dict); ``spec``: the deployment's speculative config."""
+    fig = fig or {}
+    k, k_src = fig.get("k"), "--k"
+    if k is None and spec is not None and spec.num_speculative_tokens:
+        k, k_src = spec.num_speculative_tokens, spec.source or "config"
+    rate, length, acc_src = fig.get("acceptance_rate"), fig.get("acceptance_length"), fig.get("acceptance_source")
+    if rate is None and length is None:
+        seen = run_acceptance(deltas, log_acceptance)
+        if seen is not None:
+            rate, length, acc_src, seen_k = seen
+            if k is None and seen_k:
+                k, k_src = seen_k, acc_src
+    if k is None and rate is not None and length is not None and rate > 0:
+        k = max(1, round((length - 1) / rate))
+    return RunFigures(k, k_src if k is not None else None, rate, length, acc_src)

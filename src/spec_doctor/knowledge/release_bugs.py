@@ -6,6 +6,8 @@ the symptom it shows (a crash with its exception class / message, zero or collap
 output, a hang, memory), the releases it affects and the first release containing its fix, with the fix's PR and
 how that release was determined (`fixed_basis`):
 
+- "git-tag": the first release tag (vX.Y.Z, no rc/dev) whose history contains the fix commit, as `git tag
+  --contains` lists it (scripts/mine_release_bugs.py; exact, where the mirror mined has the tag);
 - "advisory": the PyPA/OSV advisory's affected range ("introduced"/"fixed" events);
 - "release-notes": the release's notes list the fix PR;
 - "catalogue": the fix added or changed a message, and knowledge/data/catalogue.json says which release first has it;
@@ -33,8 +35,10 @@ from packaging.version import InvalidVersion, Version
 from spec_doctor.knowledge.data import load
 from spec_doctor.knowledge.specdata import is_mtp_method
 
-SYMPTOMS = ("crash", "zero-acceptance", "low-acceptance", "tail-zero", "slowdown", "wrong-output", "hang", "memory")
-BASES = ("advisory", "release-notes", "catalogue", "pr-date", "issue-comment", "release-source")
+# The complaint classes of SYMPTOM.md (knowledge/data/symptoms.toml) plus "tail-zero", a log pattern, not a complaint.
+SYMPTOMS = ("crash", "memory", "slowdown", "latency", "low-acceptance", "zero-acceptance", "wrong-output", "hang",
+            "no-metrics", "preemption", "unsupported", "tail-zero")
+BASES = ("git-tag", "advisory", "release-notes", "catalogue", "pr-date", "issue-comment", "release-source")
 CATEGORIES = ("engine-bug", "env-version", "config-unsupported-combo", "quantization", "cuda-graph")
 ANY = "any"
 # Method aliases vLLM accepts (config/speculative.py): every per-model MTP name is MTP; eagle-family heads.
@@ -146,9 +150,10 @@ def for_release() -> tuple[KnownBug, ...]:
 
 
 def generic_bug(name: str) -> dict[str, Any]:
-    """What a symptom means when no row names it ([generic.NAME]: meaning, fix, commands, source)."""
+    """What a symptom or metric pattern means when no row names it ([generic.NAME]: meaning, fix, commands, source;
+    the moved log-pattern rows also category, versions, title), with its `id`."""
     row: dict[str, Any] = table().get("generic", {}).get(name, {})
-    return row
+    return {"id": name, **row} if row else {}
 
 
 def release_dates() -> dict[str, dt.date]:
@@ -366,40 +371,77 @@ def text_matches(bug: KnownBug, line: str) -> bool:
     return any(p.search(line) for p in bug.texts)
 
 
-# -- rows named by their symptom -------------------------------------------------------------------------------
-def _release_of(version: Any) -> Version | None:
-    """The release of a collected vllm.version fact (a Sourced value) or a Version; None when it is unknown, only
-    inferred from the inputs' shape (then the range says what it can be), or not a release."""
-    if version is None or getattr(version, "inferred", False):
-        return None
-    value = getattr(version, "value", version)
+# -- which releases the inputs allow, against a row's -----------------------------------------------------------
+@dataclass(frozen=True)
+class ReleaseSpan:
+    """The releases the inputs allow: one (a stated version) or an inferred range [low, high] (`high_open`: nothing
+    bounded it from above)."""
+
+    low: Version
+    high: Version
+    inferred: bool
+    high_open: bool
+    source: str
+    label: str
+
+
+def _base(value: Any) -> Version | None:
     try:
         return Version(Version(str(value).lstrip("v")).base_version)
     except InvalidVersion:
         return None  # not a release spec-doctor can place: judged as unknown
 
 
-def _affected(bug: KnownBug, version: Version | None, release_range: Any) -> bool | None:
-    """True: the release (or every release of the inferred range) is affected; False: possibly (no release known,
-    or the range only overlaps the affected ones); None: the release or range is outside them."""
-    if bug.affected_from is None and bug.fixed_in is None:
-        return version is not None
+def release_span(version: Any = None, release_range: Any = None) -> ReleaseSpan | None:
+    """The one reader of a collected vllm.version fact (a stated Sourced value or an InferredVersion), a bare
+    Version, or an inferred ReleaseRange (vllm.version_range, used when no version is given): None when nothing
+    places the release."""
     if version is not None:
-        return True if bug.affects(version) else None
-    low, high = getattr(release_range, "low", None), getattr(release_range, "high", None)
-    if release_range is None or (low is None and high is None):
-        return False
-    # The releases the inputs could come from (vLLM's releases, knowledge/catalogue.py) against the bug's.
-    from spec_doctor.knowledge.catalogue import releases
+        value = getattr(version, "value", version)
+        source = str(getattr(version, "source", "vllm.version"))
+        if getattr(version, "inferred", False):
+            span = _range_span(getattr(version, "low", None), getattr(version, "high", None) or value,
+                               bool(getattr(version, "high_open", False)), source)
+            if span is not None:
+                label = version.label() if hasattr(version, "label") else span.label
+                return ReleaseSpan(span.low, span.high, True, span.high_open, source, label)
+        else:
+            base = _base(value)
+            if base is not None:
+                return ReleaseSpan(base, base, False, False, source, str(value))
+    span = _range_span(getattr(release_range, "low", None), getattr(release_range, "high", None),
+                       bool(getattr(release_range, "high_open", False)), "vllm.version_range")
+    if span is None or not hasattr(release_range, "label"):
+        return span
+    return ReleaseSpan(span.low, span.high, True, span.high_open, span.source, release_range.label())
 
-    candidates = [Version(r) for r in releases()
-                  if release_range.contains(Version(r))] if hasattr(release_range, "contains") else []
-    hit = [bug.affects(v) for v in candidates]
-    if hit and all(hit) and not getattr(release_range, "high_open", False):
-        return True
-    return False if any(hit) or not candidates else None
+
+_EARLIEST = Version("0")
 
 
+def _range_span(low: Any, high: Any, high_open: bool, source: str) -> ReleaseSpan | None:
+    """An inferred range; a missing end is unbounded (no low: any earlier release; no high: open upwards)."""
+    if low is None and high is None:
+        return None
+    lo = _base(low) if low is not None else _EARLIEST
+    hi = _base(high) if high is not None else lo
+    if lo is None or hi is None:
+        return None
+    return ReleaseSpan(lo, hi, True, high_open or high is None, source, f"{low or '?'}-{high or '?'}")
+
+
+def coverage(bug: KnownBug, span: ReleaseSpan) -> str | None:
+    """"all" when every release the span allows is affected, "part" when some are, None when none is. The affected
+    releases are one interval [affected_from, fixed_in), so the span's ends decide; a span open upwards is never
+    wholly inside a bounded interval."""
+    if bug.affects(span.low) and bug.affects(span.high) and not (span.high_open and bug.fixed_in is not None):
+        return "all"
+    before_fix = bug.fixed_in is None or span.low < bug.fixed_in
+    after_start = bug.affected_from is None or span.high_open or span.high >= bug.affected_from
+    return "part" if before_fix and after_start else None
+
+
+# -- rows named by their symptom -------------------------------------------------------------------------------
 def symptom_bugs(symptom: str, method: str | None, version: Any = None,
                  release_range: Any = None) -> list[tuple[KnownBug, bool]]:
     """The `by_symptom` rows that show this symptom for this method, each with whether the release is known to be
@@ -407,7 +449,7 @@ def symptom_bugs(symptom: str, method: str | None, version: Any = None,
     the version, or the whole inferred range, is affected; False: no release is known, or the range only overlaps.
     A row whose releases exclude the known version or range is left out. For "crash" an unknown method does not
     rule a row out (crash_bug matches the traceback)."""
-    release = _release_of(version)
+    span = release_span(version, release_range)
     m = normalize_method(method)
     out = []
     for bug in bugs():
@@ -416,9 +458,9 @@ def symptom_bugs(symptom: str, method: str | None, version: Any = None,
         unknown_crash_method = m is None and symptom == "crash"
         if ANY not in bug.methods and not unknown_crash_method and m not in bug.methods:
             continue
-        sure = _affected(bug, release, release_range)
-        if sure is not None:
-            out.append((bug, sure))
+        cover = "part" if span is None else coverage(bug, span)  # no release known: possibly
+        if cover is not None:
+            out.append((bug, cover == "all"))
     return out
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from spec_doctor import __version__
 from spec_doctor.engine.facts import FactStore
 from spec_doctor.engine.inputs import Inputs
+from spec_doctor.engine.model import clip
 from spec_doctor.engine.ranking import rank, verdict
 from spec_doctor.engine.session import Diagnosis
 from spec_doctor.report.fixes import keep_user_settings
@@ -28,10 +29,21 @@ def gate(diag: Diagnosis, ignores: Any = (), baseline: Any = None) -> None:
     spec_raw = getattr(getattr(dep, "speculative", None), "raw", None) or None
     kept = keep_user_settings(merge_findings(result.kept), diag.inputs.cmd, spec_raw)
     diag.suppressed = result.suppressed
-    diag.notes = diag.input_notes() + result.notes
+    diag.notes = diag.input_notes() + result.notes + complaint_notes(diag.store)
     diag.verdict = verdict(kept, diag.results, speculation_assessed=diag.speculation_assessed)
     # A healthy verdict's basis (its healthy notes) leads and its info findings follow as caveats (ranking.rank).
     diag.findings = rank(kept, healthy_verdict=diag.verdict == "healthy")
+
+
+def complaint_notes(store: FactStore) -> list[str]:
+    """One note when the user's complaint (--symptom) names no symptom class: it is kept as text, and said to have
+    weighed no diagnosis."""
+    complaint = store.maybe("symptom.complaint") if store.inputs.symptoms else None
+    if isinstance(complaint, dict) and not complaint.get("classes"):
+        return [f"--symptom \"{clip(str(complaint.get('text') or ''), 120)}\": no symptom class recognised (crash, "
+                "memory, slowdown, latency, acceptance, wrong output, hang, metrics, preemption, unsupported); kept "
+                "as text, it weighed no diagnosis"]
+    return []
 
 
 NOT_ASSESSED = ("speculation not assessed: give a vLLM log (--log), its /metrics (--metrics-url) or a running "
@@ -112,4 +124,6 @@ def _inputs_summary(inputs: Inputs) -> dict[str, Any]:
         "probe": inputs.probe,
         # the figures the user measured, as typed (--throughput, --latency, --acceptance, --concurrency, --k)
         **({"observed": dict(inputs.observed.text)} if inputs.observed.text else {}),
+        # the user's complaint, as typed (--symptom; redacted with the rest of the report)
+        **({"symptom": list(inputs.symptoms)} if inputs.symptoms else {}),
     }

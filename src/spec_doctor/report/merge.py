@@ -126,9 +126,70 @@ def _not_borne_out(f: Finding, note: Finding) -> Finding:
                    data={**f.data, "not_borne_out": {"by": note.id, "title": note.title}})
 
 
+def corroborates(f: Finding) -> list[str]:
+    """The categories a finding corroborates when another finding already names one of them (a complaint's
+    ``data["corroborates"]``, checks/symptom.py); empty for a finding that stands on its own evidence."""
+    cats = f.data.get("corroborates") if isinstance(f.data, dict) else None
+    return [str(c) for c in cats] if isinstance(cats, list) and f.category is not Category.HEALTHY else []
+
+
 def merge_findings(findings: Iterable[Finding]) -> list[Finding]:
-    """Group by root cause and combine each group; the result is in no particular order (rank it)."""
+    """Group by root cause and combine each group, then fold each corroborating finding (the user's complaint)
+    into the finding it corroborates; the result is in no particular order (rank it)."""
     findings = list(findings)
+    supporting = [f for f in findings if corroborates(f)]
+    merged = _merge([f for f in findings if not corroborates(f)])
+    for s in supporting:
+        merged = _corroborate(merged, s)
+    return merged
+
+
+def _fit(f: Finding, s: Finding) -> tuple[int, float]:
+    """How well finding ``f`` explains the complaint ``s``: the category the complaint's differential picked first,
+    then by score."""
+    return (f.category is s.category, f.score)
+
+
+def _corroborate(findings: list[Finding], s: Finding) -> list[Finding]:
+    """One diagnosis per root cause: a complaint that other findings explain (their category is one the complaint
+    points at) adds no finding of its own. Every such finding gains the complaint-fit factor (confidence c becomes
+    c + fit * c * (1 - c): the order among them stays what their own evidence says); the best one -- of the category the
+    complaint's differential picked from the facts, else the highest ranked -- takes the complaint's quote ("seen
+    in: your complaint") and, when it is the picked category or the complaint is never healthy (a crash, wrong
+    output, a hang, running out of memory), at least the complaint's severity. Unexplained, the complaint stands
+    alone, said not borne out when an observed healthy note rules its category out."""
+    cats = set(corroborates(s))
+    candidates = [i for i, f in enumerate(findings) if f.category is not Category.HEALTHY and f.category.value in cats]
+    if not candidates:
+        alone = replace(s, data={**s.data, "seen_in": [source_label(s)]})
+        note = next((f for f in findings if root_key(f) == ("healthy", s.category.value)
+                     and evidence_kind(f) == "observed"), None)
+        if note is not None and not s.data.get("never_healthy"):
+            alone = _not_borne_out(alone, note)
+        return [*findings, alone]
+    fit = float(_table()["complaint"]["fit"])
+    findings = list(findings)
+    for i in candidates:
+        f = findings[i]
+        # c + fit * c * (1 - c): rises, stays below 1, and keeps the order of any two findings it raises
+        findings[i] = replace(f, confidence=round(f.confidence + fit * f.confidence * (1 - f.confidence), 4))
+    best = max(candidates, key=lambda i: _fit(findings[i], s))
+    f = findings[best]
+    never_healthy = bool(s.data.get("never_healthy"))
+    promote = never_healthy or (f.category is s.category and "not_borne_out" not in f.data)
+    severity = s.severity if promote and s.severity.rank > f.severity.rank else f.severity
+    seen = {(e.source, e.detail) for e in f.evidence}
+    evidence = (*f.evidence, *(e for e in s.evidence if (e.source, e.detail) not in seen and e.source == "--symptom"))
+    labels = list(dict.fromkeys([*(f.data.get("seen_in") or [source_label(f)]), source_label(s)]))
+    absorbed = [*(f.data.get("merged") or []), {"id": s.id, "check": s.check_id, "severity": s.severity.value,
+                                                 "title": s.title, "evidence": "complaint"}]
+    findings[best] = replace(f, severity=severity, evidence=evidence,
+                             data={**f.data, "seen_in": labels, "merged": absorbed,
+                                   "corroborated_by": {"id": s.id, "classes": s.data.get("classes")}})
+    return findings
+
+
+def _merge(findings: list[Finding]) -> list[Finding]:
     per_server = len({s for f in findings if (s := server_of(f))}) > 1
     groups: dict[tuple[str, str], list[Finding]] = {}
     for f in findings:

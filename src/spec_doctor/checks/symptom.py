@@ -1,0 +1,269 @@
+"""The user's complaint (``--symptom``) as a differential diagnosis: for each symptom class it names (fact
+``symptom.complaint``), the taxonomy category that class most often means with this setup, told apart by the facts
+already collected (knowledge/data/symptoms.toml: each class's rules, in order, each with its reasoning and source).
+
+A complaint is what the user saw, never a cause, so a finding from it alone is a low-confidence pointer ("your
+complaint with this setup most often means X; to confirm, run Y"). When another check already reports a category
+the complaint points at, the complaint corroborates that finding instead of adding one of its own: each finding
+carries ``data["corroborates"]`` (every category that would explain the complaint) and report/merge.py folds it
+into the best such finding, raising its rank. A complaint never affirms health, and a crash, wrong output, a hang
+or running out of memory keeps the verdict from being healthy (report/merge.py keeps the corroborated finding at
+the complaint's severity at least).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from packaging.version import Version
+
+from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity, clip
+from spec_doctor.engine.registry import check
+from spec_doctor.knowledge.data import threshold
+from spec_doctor.knowledge.deployment import speculative_config_flag
+from spec_doctor.knowledge.models import DRAFT_MODEL, method_family
+from spec_doctor.knowledge.observed import judge_acceptance, run_figures, verification_bound
+from spec_doctor.knowledge.specdata import method_support
+from spec_doctor.knowledge.symptoms import CLASSES, SYMPTOMS_FILE, SymptomClass, rule_confidence_gain, symptom_classes
+from spec_doctor.knowledge.temperature import HOT_TEMPERATURE
+from spec_doctor.parsers.symptom import matches
+
+_OFF = "remove --speculative-config (plain decoding)"
+# Releases that cannot run a configured method (knowledge/data/methods.toml statuses).
+_NOT_IN_RELEASE = ("removed", "unsupported", "not-yet")
+# The complaints that are never a healthy run.
+_NEVER_HEALTHY = ("crash", "startup", "wrong-output", "hang", "memory")
+
+Condition = Callable[["_Setup"], Evidence | None]
+
+
+class _Setup:
+    """What the fact store already knows about the deployment, read once for every condition."""
+
+    def __init__(self, facts: Mapping[str, Any], complaint: Mapping[str, Any]) -> None:
+        self.facts = facts
+        self.complaint = complaint
+        self.dep = facts.get("config.deployment")
+        self.spec = getattr(self.dep, "speculative", None)
+        models_spec = facts.get("models.spec")
+        pair = facts.get("models.pair")
+        self.pair = pair
+        self.method: str | None = (getattr(self.spec, "method", None) or getattr(models_spec, "method", None)
+                                   or getattr(pair, "method", None))
+        self.method_source = str(getattr(self.spec, "source", None) or getattr(models_spec, "source", None)
+                                 or "config")
+        self.figures = facts.get("observed.figures") or {}
+        run = run_figures(self.figures, self.spec, facts.get("metrics.deltas"), facts.get("logs.acceptance"))
+        self.k, self.k_source, self.acceptance_source = run.k, run.k_source, run.acceptance_source
+        self.judgement = judge_acceptance(run.rate, run.length, run.k, self.method) if run.acceptance_source else None
+        temp = getattr(self.dep, "temperature", None)
+        self.temperature = float(temp) if isinstance(temp, (int, float)) else None
+        self.temperature_source = (getattr(self.dep, "sources", {}) or {}).get("temperature", "config")
+        target = facts.get("models.target")
+        self.target = target if getattr(target, "param_count", None) else None
+        version = facts.get("vllm.version")
+        value = getattr(version, "value", version)
+        self.version = value if isinstance(value, Version) else None
+        self.version_source = str(getattr(version, "source", "vllm.version"))
+
+
+def _acceptance_zero(s: _Setup) -> Evidence | None:
+    j = s.judgement
+    return Evidence(str(s.acceptance_source), f"{j.shown}: {j.why}") if j is not None and j.status == "zero" else None
+
+
+def _acceptance_low(s: _Setup) -> Evidence | None:
+    j = s.judgement
+    return Evidence(str(s.acceptance_source), f"{j.shown}: {j.why}") if j is not None and j.status == "low" else None
+
+
+def _temperature_hot(s: _Setup) -> Evidence | None:
+    if s.temperature is not None and s.temperature >= HOT_TEMPERATURE:
+        return Evidence(str(s.temperature_source), f"temperature {s.temperature:g} (>= {HOT_TEMPERATURE:g})")
+    return None
+
+
+def _concurrency_high(s: _Setup) -> Evidence | None:
+    conc = s.figures.get("concurrency")
+    if not conc:
+        return None
+    gpu = s.figures.get("gpu")
+    bound, why = verification_bound(int(conc), s.k, gpu)
+    if bound or conc >= threshold("high_concurrency"):
+        return Evidence(f"--concurrency {conc}", why)
+    return None
+
+
+def _target_small(s: _Setup) -> Evidence | None:
+    t = s.target
+    if t is not None and t.param_count < threshold("small_target_params"):
+        return Evidence(str(getattr(t, "param_source", None) or "models.target"),
+                        f"target {t.name}: ~{t.param_count / 1e9:.2f}B parameters "
+                        f"(below ~{threshold('small_target_params') / 1e9:g}B)")
+    return None
+
+
+def _k_large(s: _Setup) -> Evidence | None:
+    if s.k and s.k > threshold("observed_usual_max_k") and method_family(s.method) != "model-free":
+        return Evidence(str(s.k_source), f"K={s.k}, above the {threshold('observed_usual_max_k'):g} users usually run")
+    return None
+
+
+def _first_token_worse(s: _Setup) -> Evidence | None:
+    cls = symptom_classes()["latency"]
+    text = str(s.complaint.get("text") or "")
+    if matches(text, cls.first_token_patterns) and matches(text, cls.worse_patterns):
+        return Evidence("--symptom", "the complaint is that the time to the first token (prefill) got worse")
+    return None
+
+
+def _long_prompts(s: _Setup) -> Evidence | None:
+    if matches(str(s.complaint.get("text") or ""), symptom_classes()["latency"].long_prompt_patterns):
+        return Evidence("--symptom", "the complaint describes long prompts")
+    return None
+
+
+def _complaint_high_load(s: _Setup) -> Evidence | None:
+    """The complaint says the run was at high concurrency (the workload the user describes, not a cause)."""
+    if matches(str(s.complaint.get("text") or ""), symptom_classes()["slowdown"].load_patterns):
+        return Evidence("--symptom", "the complaint describes a high-concurrency workload")
+    return None
+
+
+def _draft_other_family(s: _Setup) -> Evidence | None:
+    """A separate draft model whose files show another vocabulary or model type than the target's."""
+    p = s.pair
+    if p is None or getattr(p, "family", None) != DRAFT_MODEL or p.draft is None:
+        return None
+    if p.verdict == "incompatible" or (p.config_vocab_differs and not p.padding_only):
+        return Evidence(p.draft.config_source, f"draft {p.draft.name} and target {p.target.name}: vocabularies differ")
+    t, d = p.target.model_type, p.draft.model_type
+    if t and d and t != d:
+        return Evidence(p.draft.config_source, f"draft model_type '{d}' vs target '{t}'")
+    return None
+
+
+def _separate_draft_model(s: _Setup) -> Evidence | None:
+    if method_family(s.method) == DRAFT_MODEL:
+        return Evidence(s.method_source, f"method {s.method}: a separate draft model")
+    return None
+
+
+def _method_not_in_release(s: _Setup) -> Evidence | None:
+    if not s.method or s.version is None:
+        return None
+    support = method_support(s.method, s.version)
+    if support.status in _NOT_IN_RELEASE:
+        return Evidence(support.source or "knowledge/data/methods.toml",
+                        f"vLLM {s.version} and method {s.method}: {support.status}")
+    return None
+
+
+def _draft_large(s: _Setup) -> Evidence | None:
+    from spec_doctor.knowledge.models import knowledge
+
+    p = s.pair
+    ratio = getattr(p, "param_ratio", None)
+    if ratio is not None and ratio > knowledge()["sizing"]["draft_ratio_max"]:
+        return Evidence(str(getattr(p, "ratio_basis", None) or "models.pair"),
+                        f"draft / target parameters {ratio:.2f} (above {knowledge()['sizing']['draft_ratio_max']:g})")
+    return None
+
+
+CONDITIONS: dict[str, Condition] = {
+    "acceptance-zero": _acceptance_zero, "acceptance-low": _acceptance_low, "temperature-hot": _temperature_hot,
+    "concurrency-high": _concurrency_high, "target-small": _target_small, "k-large": _k_large,
+    "first-token-worse": _first_token_worse, "long-prompts": _long_prompts,
+    "complaint-high-load": _complaint_high_load, "draft-other-family": _draft_other_family,
+    "separate-draft-model": _separate_draft_model, "method-not-in-release": _method_not_in_release,
+    "draft-large": _draft_large,
+}
+
+
+def _classes_to_judge(complaint: Mapping[str, Any]) -> list[str]:
+    """The complaint's classes; a crash at start-up is judged as a start-up failure (its own differential)."""
+    classes = [c for c in CLASSES if c in complaint["classes"]]
+    if "crash" in classes and ("startup" in classes or complaint.get("stage") == "startup"):
+        classes = [c for c in classes if c != "crash"]
+        if "startup" not in classes:
+            classes.insert(0, "startup")
+    return classes
+
+
+def _pick(cls: SymptomClass, setup: _Setup) -> tuple[Category, str, Evidence | None, str | None]:
+    """(category, why, the fact that decided, the rule's condition) for one class."""
+    for rule in cls.rules:
+        ev = CONDITIONS[rule.when](setup)
+        if ev is not None:
+            return rule.category, rule.why, ev, rule.when
+    return cls.default, cls.why, None, None
+
+
+def _commands(cat: Category, cls: SymptomClass, setup: _Setup) -> tuple[str, ...]:
+    spec = setup.spec
+    if cat is Category.K_TOO_LARGE and spec is not None and setup.k and setup.k > 1:
+        return (speculative_config_flag(spec, max(1, setup.k // 2)),)
+    if cat is Category.HIGH_TEMPERATURE:
+        return ("spec-doctor probe --target <target> --draft <draft> --temperature 0",)
+    if cat in (Category.HIGH_CONCURRENCY, Category.TARGET_TOO_SMALL):
+        return (_OFF,)
+    return cls.commands
+
+
+def _categories() -> list[str]:
+    cats = {c.value for cls in symptom_classes().values() for c in (*cls.points_at, cls.default)}
+    cats |= {r.category.value for cls in symptom_classes().values() for r in cls.rules}
+    return sorted(cats)
+
+
+@check("symptom.differential", categories=_categories(), needs=["symptom.complaint"],
+       wants=["config.deployment", "models.spec", "models.pair", "models.target", "observed.figures",
+              "logs.acceptance", "metrics.deltas", "vllm.version"],
+       findings={f"symptom.{c}": f"the complaint ({c}) with this setup most often means this" for c in CLASSES},
+       sources=[f"knowledge/data/{SYMPTOMS_FILE}", "knowledge/data/taxonomy.md",
+                "https://github.com/vllm-project/vllm/blob/main/.github/ISSUE_TEMPLATE/400-bug-report.yml"])
+def differential(facts: Mapping[str, Any]) -> list[Finding]:
+    """What the user's complaint (--symptom) most often means with this setup.
+
+    Per symptom class, the taxonomy category its rules pick from the facts already collected (or the class's most
+    common cause), at low confidence; a finding another check already makes in a category the complaint points at
+    is corroborated instead (report/merge.py)."""
+    complaint = facts["symptom.complaint"]
+    classes = _classes_to_judge(complaint)
+    if not classes:
+        return []
+    setup = _Setup(facts, complaint)
+    quote = Evidence("--symptom", f"\"{clip(str(complaint['text']), 240)}\" (classes: "
+                                  f"{', '.join(complaint['classes'])}"
+                                  + (f"; stage: {complaint['stage']}" if complaint.get("stage") else "") + ")")
+    # One finding per category the classes lead to: two classes that mean the same thing are one diagnosis.
+    groups: dict[Category, list[tuple[SymptomClass, str, Evidence | None, str | None]]] = {}
+    for name in classes:
+        cls = symptom_classes()[name]
+        cat, why, ev, when = _pick(cls, setup)
+        groups.setdefault(cat, []).append((cls, why, ev, when))
+    out: list[Finding] = []
+    for cat, members in groups.items():
+        lead, why, _, _ = members[0]
+        names = [m[0].name for m in members]
+        decided = [m[2] for m in members if m[2] is not None]
+        corroborates = sorted({c.value for m in members for c in (*m[0].points_at, cat)})
+        severity = max((Severity(m[0].severity) for m in members), key=lambda s: s.rank)
+        confirm = "; ".join(dict.fromkeys(m[0].confirm for m in members))
+        fix_text = next((m[0].fix for m in members if m[0].fix), "")
+        out.append(Finding(
+            f"symptom.{lead.name}", cat, severity,
+            # how sure the complaint alone makes it (symptoms.toml: per class; more when a fact of this setup decided)
+            round(max(m[0].confidence for m in members) + (rule_confidence_gain() if decided else 0.0), 3),
+            f"Your complaint ({', '.join(names)}) with this setup most often means {cat.value}"
+            + ("" if decided else " (from the complaint alone)"),
+            (quote, *decided, Evidence(f"knowledge/data/{SYMPTOMS_FILE} [class.{lead.name}]", why)),
+            Fix((f"{fix_text}. " if fix_text else "") + f"To confirm: {confirm}", _commands(cat, lead, setup)),
+            impact=("A pointer from the complaint and the facts above" if decided else
+                    "A pointer from the complaint alone") + "; confirm it before acting on it.",
+            impact_score=0.5,
+            data={"classes": names, "stage": complaint.get("stage"), "corroborates": corroborates,
+                  "complaint": True, "never_healthy": any(n in _NEVER_HEALTHY for n in names),
+                  "rules": [m[3] for m in members if m[3]]}))
+    return out

@@ -1,0 +1,184 @@
+"""The complaint's differential (checks/symptom.py) and its corroboration of other checks' findings
+(report/merge.py): each class's pick from the facts, one diagnosis per root cause, honest verdicts."""
+
+from __future__ import annotations
+
+from spec_doctor.checks.symptom import differential
+from spec_doctor.collectors.observed import observed_figures
+from spec_doctor.collectors.symptom import symptom_complaint
+from spec_doctor.engine.facts import FactStore
+from spec_doctor.engine.inputs import Inputs
+from spec_doctor.engine.model import Category, Evidence, Finding, Severity
+from spec_doctor.engine.ranking import rank, verdict
+from spec_doctor.knowledge.deployment import DeploymentConfig, SpecConfig
+from spec_doctor.parsers.model_dir import ModelInfo
+from spec_doctor.parsers.observed import observed_from
+from spec_doctor.report.merge import merge_findings
+
+
+def _dep(method="eagle3", k=3, temperature=None):
+    dep = DeploymentConfig(origin="cmd", speculative=SpecConfig(method=method, num_speculative_tokens=k,
+                                                                source="--cmd", raw={"method": method,
+                                                                                     "num_speculative_tokens": k}))
+    if temperature is not None:
+        dep.temperature, dep.sources["temperature"] = temperature, "--temperature"
+    return dep
+
+
+def _run(text, dep=None, target=None, **given):
+    complaint = symptom_complaint(FactStore(Inputs(symptoms=(text,)), providers={}))
+    obs = observed_from(**given)
+    facts = {"symptom.complaint": complaint, "config.deployment": dep, "models.target": target,
+             "observed.figures": observed_figures(FactStore(Inputs(observed=obs), providers={})) if obs.figures
+             else None}
+    out = [f.__class__(**{**f.__dict__, "check_id": "symptom.differential"}) for f in differential.fn(facts)]
+    return out
+
+
+def _cat(text, **kw):
+    out = _run(text, **kw)
+    assert len(out) == 1, [f.id for f in out]
+    return out[0].category.value
+
+
+def _target(params):
+    return ModelInfo(role="target", ref="org/model", path=None, resolved="name-only", source="--target",
+                     param_count=int(params), param_source="name", param_confidence=0.6)
+
+
+# -- the differential per class -------------------------------------------------------------------------------
+
+def test_slowdown_differential():
+    assert _cat("throughput dropped", dep=_dep()) == "spec-overhead"
+    assert _cat("throughput dropped", dep=_dep(temperature=0.9)) == "high-temperature"
+    assert _cat("throughput dropped", dep=_dep(), acceptance="20%", k=3) == "low-acceptance"
+    assert _cat("throughput dropped", dep=_dep(), concurrency=256, throughput="0.7x") == "high-concurrency"
+    assert _cat("throughput dropped", dep=_dep(), target=_target(1.5e9)) == "target-too-small"
+    assert _cat("throughput dropped", dep=_dep(k=10)) == "k-too-large"
+
+
+def test_other_classes():
+    assert _cat("CUDA out of memory", dep=_dep()) == "oom"
+    assert _cat("the output is gibberish", dep=_dep()) == "engine-bug"
+    assert _cat("the server hangs", dep=_dep()) == "engine-bug"
+    assert _cat("lots of preemptions", dep=_dep()) == "kv-pressure"
+    assert _cat("TTFT doubled with speculation", dep=_dep()) == "engine-bug"  # a drafter's prefill is one small pass
+    assert _cat("TTFT is high with 32k context", dep=_dep()) == "prefill-bound"
+    assert _cat("slower on 20,000-token prompts", dep=_dep()) == "prefill-bound"
+    assert _cat("I do not see any spec decode metrics", dep=_dep()) == "spec-inactive"
+    assert _cat("acceptance rate is 0%", dep=_dep()) == "engine-bug"  # a trained head never accepting
+
+
+def test_crash_differential_uses_the_release():
+    from packaging.version import Version
+
+    complaint = symptom_complaint(FactStore(Inputs(symptoms=("it crashes",)), providers={}))
+    base = {"symptom.complaint": complaint, "config.deployment": _dep(method="draft_model")}
+    assert differential.fn(base)[0].category is Category.ENGINE_BUG
+    removed = differential.fn({**base, "vllm.version": Version("0.12.0")})[0]
+    assert removed.category is Category.ENV_VERSION  # separate draft models were not in V1 0.10.0-0.14.x
+
+
+def test_a_complaint_alone_is_low_confidence_and_says_how_to_confirm():
+    f = _run("throughput dropped", dep=_dep())[0]
+    assert f.confidence < 0.5 and f.severity is Severity.WARNING
+    assert "most often means" in f.title and "To confirm" in f.fix.summary
+    assert any(e.source == "--symptom" for e in f.evidence)
+
+
+def test_no_class_no_finding():
+    assert _run("k=3 beat k=7", dep=_dep()) == []
+
+
+# -- corroboration, not duplication ------------------------------------------------------------------------------
+
+def _other(cat, severity=Severity.WARNING, conf=0.6, check="logs.regime"):
+    return Finding(f"{check}.x", cat, severity, conf, "seen in the log", (Evidence("log.txt:3", "a line"),),
+                   check_id=check)
+
+
+def test_complaint_corroborates_an_existing_finding_instead_of_adding_one():
+    kv = _other(Category.KV_PRESSURE)
+    merged = merge_findings([kv, *_run("lots of preemptions", dep=_dep())])
+    problems = [f for f in merged if f.category is not Category.HEALTHY]
+    assert len(problems) == 1
+    f = problems[0]
+    assert f.id == kv.id and f.confidence > kv.confidence  # rank raised
+    assert any(e.source == "--symptom" for e in f.evidence)
+    assert "your complaint" in f.data["seen_in"] and f.data["corroborated_by"]["id"] == "symptom.preemption"
+
+
+def test_complaint_prefers_the_explaining_finding_of_its_own_category():
+    a, b = _other(Category.CUDA_GRAPH, conf=0.9, check="config"), _other(Category.SPEC_OVERHEAD, conf=0.4)
+    merged = merge_findings([a, b, *_run("throughput dropped", dep=_dep())])
+    assert len(merged) == 2
+    boosted = next(f for f in merged if "corroborated_by" in f.data)
+    assert boosted.category is Category.SPEC_OVERHEAD
+
+
+def test_unexplained_complaint_stands_alone():
+    merged = merge_findings([_other(Category.QUANTIZATION), *_run("lots of preemptions", dep=_dep())])
+    assert {f.category for f in merged} == {Category.QUANTIZATION, Category.KV_PRESSURE}
+
+
+def test_crash_complaint_is_never_healthy():
+    healthy = Finding("observed.speed.paying", Category.HEALTHY, Severity.INFO, 0.8, "pays", affirms=True,
+                      check_id="observed.speed")
+    note = _other(Category.ENGINE_BUG, severity=Severity.INFO, conf=0.3, check="releasebugs.release")
+    for findings in ([healthy, note], [healthy]):
+        merged = rank(merge_findings([*findings, *_run("it crashes with MTP", dep=_dep(method="mtp"))]))
+        assert verdict(merged, []) != "healthy"
+        assert all(not f.affirms for f in merged if f.check_id.startswith("symptom"))
+
+
+def test_complaint_stated_load_comes_after_measured_facts():
+    assert _cat("throughput drops at high concurrency", dep=_dep()) == "high-concurrency"
+    # a measured fact outranks the workload the complaint describes
+    assert _cat("throughput drops at high concurrency", dep=_dep(), target=_target(1e9)) == "target-too-small"
+
+
+def test_zero_acceptance_from_a_draft_model_of_another_family():
+    from spec_doctor.parsers.model_dir import PairInfo
+
+    target = ModelInfo(role="target", ref="org/a", path=None, resolved="local", source="--target", model_type="llama")
+    draft = ModelInfo(role="draft", ref="org/b", path=None, resolved="local", source="--draft", model_type="qwen2")
+    pair = PairInfo(method="draft_model", family="draft_model", spec_source="--draft", target=target, draft=draft)
+    complaint = symptom_complaint(FactStore(Inputs(symptoms=("nothing is accepted",)), providers={}))
+    out = differential.fn({"symptom.complaint": complaint, "models.pair": pair})
+    assert [f.category for f in out] == [Category.VOCAB_MISMATCH]
+    same = PairInfo(method="draft_model", family="draft_model", spec_source="--draft", target=target,
+                    draft=ModelInfo(role="draft", ref="org/c", path=None, resolved="local", source="--draft",
+                                    model_type="llama"))
+    assert [f.category for f in differential.fn({"symptom.complaint": complaint, "models.pair": same})] == \
+        [Category.ENGINE_BUG]
+
+
+def test_a_crash_at_startup_is_judged_as_a_startup_failure():
+    out = _run("it crashes while loading the draft", dep=_dep())
+    assert [f.id for f in out] == ["symptom.startup"]
+
+
+def test_fit_factor_raises_every_explaining_finding_and_keeps_their_order():
+    a = _other(Category.CUDA_GRAPH, conf=0.8, check="config")
+    b = _other(Category.K_TOO_LARGE, conf=0.5, check="config.scheduler")
+    c = _other(Category.QUANTIZATION, conf=0.3, check="pair")
+    merged = {f.id: f for f in merge_findings([a, b, c, *_run("no speedup", dep=_dep())])}
+    assert merged[a.id].confidence > a.confidence and merged[b.id].confidence > b.confidence
+    assert merged[a.id].score > merged[b.id].score  # order kept
+    assert all(f.confidence < 1 for f in merged.values())
+
+
+def test_only_the_picked_category_is_promoted_unless_never_healthy():
+    info = _other(Category.CUDA_GRAPH, severity=Severity.INFO, check="config")
+    slow = merge_findings([info, *_run("no speedup", dep=_dep())])
+    assert [f.severity for f in slow if f.category is Category.CUDA_GRAPH] == [Severity.INFO]
+    crash_info = _other(Category.CUDA_GRAPH, severity=Severity.INFO, check="config")
+    crash = merge_findings([crash_info, *_run("it crashes", dep=_dep())])
+    assert [f.severity for f in crash if f.category is Category.CUDA_GRAPH] == [Severity.WARNING]
+
+
+def test_a_lone_complaint_an_observed_note_rules_out_is_not_borne_out():
+    kv_ok = Finding("logs.regime.kv-ok", Category.HEALTHY, Severity.INFO, 0.8, "KV is fine", check_id="logs.regime")
+    merged = merge_findings([kv_ok, *_run("lots of preemptions", dep=_dep())])
+    f = next(f for f in merged if f.category is Category.KV_PRESSURE)
+    assert f.severity is Severity.INFO and "not_borne_out" in f.data
