@@ -321,3 +321,8 @@ def test_k_large_reads_suffix_decodings_k_as_a_cap():
     assert k_large("suffix", 16) is None and k_large("suffix", 32) is None
     assert k_large("ngram", 16) is not None and k_large("ngram", 32).severity is Severity.ERROR
     assert k_large("suffix", 64) is not None
+    # ... and the token budget for a full batch of maximal drafts is a note for it, not a scheduler fault
+    budget = "vllm serve m --max-num-seqs 512 --max-num-batched-tokens 8192 --speculative-config '{sc}'"
+    for method, severity in (("suffix", Severity.INFO), ("ngram", Severity.WARNING)):
+        sc = json.dumps({"method": method, "num_speculative_tokens": 16})
+        assert run(budget.format(sc=sc), "0.20.0")["config.scheduler.batched-tokens"].severity is severity

@@ -54,7 +54,8 @@ GPUS = {"H100": ("NVIDIA H100 80GB HBM3", 85_520_809_984), "A100": ("NVIDIA A100
         "H200": ("NVIDIA H200", 150_754_820_096)}
 # Serving flags users add to these setups (all valid for every release here); rotated over the releases.
 FLAGS = ["", "--max-model-len 8192 --gpu-memory-utilization 0.9",
-         "--max-model-len 32768 --max-num-seqs 128 --enable-prefix-caching", "--kv-cache-dtype fp8 --max-model-len 16384"]
+         "--max-model-len 32768 --max-num-seqs 128 --enable-prefix-caching", "--kv-cache-dtype fp8 --max-model-len 16384",
+         "--max-num-seqs 512 --max-num-batched-tokens 8192"]
 
 
 @dataclass(frozen=True)

@@ -1180,6 +1180,9 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
     refused = _refused_budget(facts, cfg, mbt, k, seqs, version, vsrc)
     if refused is not None:
         out.append(refused)
+    method = str(spec.method or "").lower()
+    # An adaptive drafter (suffix decoding) proposes only what its match supports: K is a cap, not every step's draft.
+    adaptive = method in thresholds()["adaptive_k_max"]["methods"]
     if mbt is not None and k and seqs and (refused is None or refused.severity is not Severity.ERROR):
         need = (k + 1) * seqs
         if mbt < need:
@@ -1188,9 +1191,11 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
             short = need / max(1, mbt)
             out.append(Finding(
                 "config.scheduler.batched-tokens", Category.SCHEDULER_CONFIG,
-                Severity.ERROR if short >= 2 else Severity.WARNING, round(min(0.9, 0.6 + 0.15 * math.log2(short)), 3),
+                Severity.INFO if adaptive else Severity.ERROR if short >= 2 else Severity.WARNING,
+                0.3 if adaptive else round(min(0.9, 0.6 + 0.15 * math.log2(short)), 3),
                 f"--max-num-batched-tokens {mbt} < (k+1) x max-num-seqs = {need}: a full batch cannot verify "
-                "its drafts in one step",
+                "its drafts in one step" + (f" (only when every request drafts {method}'s maximum of {k})"
+                                            if adaptive else ""),
                 evidence=(Evidence(cfg.source_of("max_num_batched_tokens"), f"max_num_batched_tokens={mbt}"),
                           Evidence(cfg.source_of("max_num_seqs"), f"max_num_seqs={seqs}"), _spec_ev(cfg)),
                 fix=Fix("Raise the token budget (or lower max-num-seqs):", (f"--max-num-batched-tokens {need}",)),
@@ -1230,7 +1235,6 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
             data={"value": gmu, "memory_trouble": trouble is not None}))
     # A block-parallel drafter (DFlash) proposes its whole block in one pass: K up to the block is its design; an
     # adaptive drafter (suffix decoding) proposes only what its match supports, K is its cap.
-    method = str(spec.method or "").lower()
     k_max = next((int(row["value"]) for row in (thresholds()["block_parallel_k_max"], thresholds()["adaptive_k_max"])
                   if method in row["methods"]), 7)
     if k is not None and k > k_max:
