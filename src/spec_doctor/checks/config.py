@@ -364,15 +364,18 @@ def _speculators_format(ref: str | None, model: Any) -> str | None:
 
 def _speculators_override(facts: Mapping[str, Any], cfg: DeploymentConfig, version: Version | None,
                           vsrc: str) -> list[Finding]:
-    """A speculators-format checkpoint served as the model in releases whose speculators path drops the user's
-    --speculative-config (methods.toml "speculators-override"): certain when keys are given and the release is known.
-    Only the served model takes that path (maybe_override_with_speculators reads the target's config; PR 42376:
-    "When the target model is in speculators format"): a speculators checkpoint named as the drafter next to its
-    verifier -- the form the fix itself advises -- keeps every key."""
+    """A speculators-format checkpoint in releases whose speculators path drops the user's --speculative-config
+    (methods.toml "speculators-override"): certain when it is served as the model with keys given. Only the served
+    model takes that path (maybe_override_with_speculators reads the target's config; PR 42376: "When the target
+    model is in speculators format"), so a command line that serves the verifier and names the checkpoint in
+    --speculative-config -- the form the fix itself advises -- keeps every key; with the models named alone
+    (--draft, no command line) how it is served is not known: a note to check the resolved config."""
     spec = cfg.speculative
     assert spec is not None
     served = _speculators_format(cfg.model, facts.get("models.target"))
-    if served is None:
+    named = _speculators_format(spec.model, facts.get("models.draft")) if spec.source == DRAFT_SOURCE else None
+    why = served or named
+    if why is None:
         return []
     rules, partly = _range_rules("speculators-override", version, _ends(facts), None)
     if not rules:
@@ -380,26 +383,26 @@ def _speculators_override(facts: Mapping[str, Any], cfg: DeploymentConfig, versi
     rule = rules[0]
     known = version is not None and not partly
     given = [k for k in spec.raw if k not in ("method", "model")] if spec.source != DRAFT_SOURCE else []
-    if not given:
+    if served and not given:
         return []  # served as the model with nothing set in --speculative-config: nothing to drop
-    certain = known
+    certain = bool(served and known)
     where = f"vLLM {version}" if known else f"vLLM {rule['versions']}" + ("" if version is not None else
                                                                           " (version unknown)")
     title = (f"{where} ignores your --speculative-config keys ({', '.join(given)}) for the speculators checkpoint "
              "served as the model: it rebuilds the config from the checkpoint" if certain else
              f"A speculators-format checkpoint: {where} rebuild the speculative config from it when it is served as "
              "the model and drop what --speculative-config sets (K, attention backend)")
-    conf = 0.85 if certain else _scaled(facts, 0.6) * (1.0 if partly else 0.75)
+    conf = 0.85 if certain else _scaled(facts, 0.6 if served else 0.4) * (1.0 if known or partly else 0.75)
     return [Finding(
         "config.spec-keys.speculators-dropped", Category.CONFIG_DEPRECATED,
-        Severity.WARNING, round(conf, 3), title,
-        evidence=(Evidence(cfg.source_of("model"), served), _ver_ev(version, vsrc),
+        Severity.WARNING if served else Severity.INFO, round(conf, 3), title,
+        evidence=(Evidence(cfg.source_of("model") if served else spec.source or cfg.origin, why), _ver_ev(version, vsrc),
                   Evidence(rule["source"], rule["message"])),
         fix=Fix("Check the resolved SpeculativeConfig in the start-up log; serve the verifier as --model and name the "
                 "speculators checkpoint in --speculative-config, or upgrade:",
                 ("grep -n 'speculative_config' vllm.log", "pip install -U 'vllm>=0.21.0'")),
         impact="the speculative settings you chose take effect", impact_score=0.6 if certain else 0.4,
-        data={"served_as_model": True, "keys": given})]
+        data={"served_as_model": bool(served), "keys": given})]
 
 
 # ---------------------------------------------------------------------------------------------------
