@@ -308,3 +308,21 @@ def test_k_large_respects_block_parallel_drafters():
     assert k_large("eagle3", 10) is not None  # one pass per drafted token: K=10 wastes
     assert k_large("dflash", 10) is None and k_large("dflash", 15) is None  # one pass drafts the whole block
     assert k_large("dflash", 64) is not None and k_large("dflash", 64).severity is Severity.ERROR
+
+
+def test_k_large_reads_suffix_decodings_k_as_a_cap():
+    """Suffix decoding speculates an adaptive number of tokens per step; its K is the maximum, documented as 16 or
+    the default 32 (docs/features/speculative_decoding/suffix.md). The K > 7 rule is for drafters that always
+    propose K tokens: ngram at the same K is still flagged, suffix beyond its documented range too."""
+    def k_large(method, k):
+        sc = json.dumps({"method": method, "num_speculative_tokens": k})
+        return run(f"vllm serve Qwen/Qwen3-8B --speculative-config '{sc}'", "0.20.0").get("config.scheduler.k-large")
+
+    assert k_large("suffix", 16) is None and k_large("suffix", 32) is None
+    assert k_large("ngram", 16) is not None and k_large("ngram", 32).severity is Severity.ERROR
+    assert k_large("suffix", 64) is not None
+    # ... and the token budget for a full batch of maximal drafts is a note for it, not a scheduler fault
+    budget = "vllm serve m --max-num-seqs 512 --max-num-batched-tokens 8192 --speculative-config '{sc}'"
+    for method, severity in (("suffix", Severity.INFO), ("ngram", Severity.WARNING)):
+        sc = json.dumps({"method": method, "num_speculative_tokens": 16})
+        assert run(budget.format(sc=sc), "0.20.0")["config.scheduler.batched-tokens"].severity is severity

@@ -163,6 +163,15 @@ def test_speculators_checkpoint_served_as_model_drops_user_keys_before_the_fix()
                                           "'{\"method\": \"eagle3\", \"model\": \"org/qwen3-eagle3-head\", "
                                           "\"num_speculative_tokens\": 3}'", vllm_version="0.20.1")
     assert "config.spec-keys.speculators-dropped" not in plain
+    # The speculators checkpoint named as the drafter next to its verifier (the fix's own advice): nothing dropped.
+    drafter = run(["config.spec-keys"], cmd="vllm serve Qwen/Qwen3-8B --speculative-config "
+                                            "'{\"method\": \"eagle3\", \"model\": \"RedHatAI/Qwen3-8B-speculator.eagle3\", "
+                                            "\"num_speculative_tokens\": 3}'", vllm_version="0.20.1")
+    assert "config.spec-keys.speculators-dropped" not in drafter
+    # Named alone (--target/--draft, no command line) how it is served is not known: a note to check.
+    note = run(["config.spec-keys"], target="Qwen/Qwen3-8B", draft="RedHatAI/Qwen3-8B-speculator.eagle3",
+               vllm_version="0.20.1")["config.spec-keys.speculators-dropped"]
+    assert note.severity.value == "info" and not note.data["served_as_model"]
 
 
 def test_v0_engine_note_only_where_the_release_runs_the_method_on_v0():

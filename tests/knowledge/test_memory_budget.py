@@ -127,6 +127,53 @@ def test_no_memory_for_kv_cache():
     assert "memory.budget.no-kv" in found
 
 
+def test_without_a_deployment_config_a_start_up_oom_is_a_note_naming_the_assumed_tp():
+    """Models named alone (`check --target ... --draft ...` on a GPU host): TP=1 and the default utilization are
+    assumptions, so a model too big for one GPU is no OOM verdict about a server nobody described; with the
+    deployment's command (the same TP=1 as vLLM's default) it stays the start-up error."""
+    big = dict(target=_model("target", "DeepSeek-V3", params=671.0), dep=None, version=Version("0.20.0"),
+               gpu_total_bytes=150_754_820_096, gpu_total_source="NVML (H200 fixture)")
+    b = compute_budget(**big)
+    assert not b.config_known and b.kv_bytes is not None and b.kv_bytes <= 0
+    f = {x.id: x for x in _run("memory.budget", {"memory.budget": b, "nvml.snapshot": None})}["memory.budget.no-kv"]
+    assert f.severity.value == "info" and "assumed TP=1" in f.title and "--tensor-parallel-size 2" in f.fix.commands
+    named = DeploymentConfig(origin="draft", model="deepseek-ai/DeepSeek-V3", speculative=SpecConfig(method="mtp"))
+    assert not compute_budget(**dict(big, dep=named)).config_known  # what --target/--draft stand up: no TP stated
+    stated = compute_budget(**dict(big, dep=_dep(max_model_len=8192)))
+    f = {x.id: x for x in _run("memory.budget", {"memory.budget": stated, "nvml.snapshot": None})}["memory.budget.no-kv"]
+    assert f.severity.value == "error" and f.confidence == 0.7 and "assumed" not in f.title
+
+
+def test_pipeline_stages_and_expert_parallel_split_the_weights_per_gpu():
+    """vLLM's DeepSeek recipe serves DeepSeek-R1 with DP8+EP on 8xH200 (docs.vllm.ai/projects/recipes, DeepSeek-V3):
+    the routed experts spread over the 8 GPUs and only the dense part (at most the active parameters) is on every
+    rank; pipeline stages split the layers, weights and KV alike. Data parallelism alone replicates the model."""
+    target = _model("target", "DeepSeek-V3", params=671.0, weight_bytes=int(671e9))  # the FP8 checkpoint
+    target.active_param_count = int(37e9)
+    h200 = dict(version=Version("0.20.0"), gpu_total_bytes=150_754_820_096, gpu_total_source="NVML (H200 fixture)")
+    spec = SpecConfig(method="mtp", num_speculative_tokens=1)
+    one = compute_budget(target=target, dep=_dep(spec=spec, max_model_len=8192), **h200)
+    dp_ep = compute_budget(target=target, dep=_dep(spec=spec, max_model_len=8192, data_parallel_size=8,
+                                                   enable_expert_parallel=True), **h200)
+    dp = compute_budget(target=target, dep=_dep(spec=spec, max_model_len=8192, data_parallel_size=8), **h200)
+    w = one.target.weight_bytes
+    assert one.target.weight_bytes_per_gpu == dp.target.weight_bytes_per_gpu == w  # replicas
+    assert dp_ep.target.weight_bytes_per_gpu == pytest.approx(w * (37 / 671 + (634 / 671) / 8), rel=1e-6)
+    assert dp_ep.kv_bytes is not None and dp_ep.kv_bytes > 0 and one.kv_bytes is not None and one.kv_bytes <= 0
+    ids = {f.id for f in _run("memory.budget", {"memory.budget": dp_ep, "nvml.snapshot": None})}
+    assert "memory.budget.no-kv" not in ids and "memory.budget.max-len" not in ids
+    assert "experts over 8 GPUs" in dp_ep.target.sharding
+    tp4 = compute_budget(target=target, dep=_dep(spec=spec, max_model_len=8192, tensor_parallel_size=4), **h200)
+    pp2 = compute_budget(target=target, dep=_dep(spec=spec, max_model_len=8192, tensor_parallel_size=4,
+                                                 pipeline_parallel_size=2), **h200)
+    assert pp2.target.weight_bytes_per_gpu == tp4.target.weight_bytes_per_gpu // 2
+    assert pp2.kv_bytes_per_token < tp4.kv_bytes_per_token  # each stage caches its own layers
+    # a dense model: expert parallelism changes nothing
+    dense = compute_budget(target=_model("target", "Llama-3.1-8B-Instruct", params=8.03),
+                           dep=_dep(max_model_len=8192, data_parallel_size=2, enable_expert_parallel=True), **h200)
+    assert dense.target.weight_bytes_per_gpu == dense.target.weight_bytes and dense.target.sharding == "TP 1"
+
+
 def test_other_processes_only_flagged_when_they_are_not_vllm():
     snap = json.loads((ROOT / "fixtures/nvml/h200-snapshot.json").read_text())["snapshot"]
     g = snap["gpus"][0]

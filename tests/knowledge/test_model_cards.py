@@ -66,6 +66,15 @@ def test_native_quantizations_are_methods_the_name_table_knows():
         assert c.quantization is None or c.quantization in methods, c.id
 
 
+def test_vendor_fp8_releases_of_the_deepseek_v3_architecture_say_so():
+    """DeepSeek-V3's architecture is released by its vendors in block FP8 (DeepSeek-V3/R1, V3.2, Kimi-K2): a row
+    without it counts two bytes per parameter, twice the real weights, and every memory budget over it reads as
+    out of memory."""
+    for c in CARDS:
+        if c.architecture == "DeepseekV3ForCausalLM" and not c.is_head:
+            assert c.quantization == "fp8", c.id
+
+
 @pytest.mark.parametrize("card_id, example", EXAMPLES)
 @pytest.mark.parametrize("suffix", SUFFIXES)
 def test_each_example_matches_its_row_and_no_other(card_id, example, suffix):

@@ -365,13 +365,16 @@ def _speculators_format(ref: str | None, model: Any) -> str | None:
 def _speculators_override(facts: Mapping[str, Any], cfg: DeploymentConfig, version: Version | None,
                           vsrc: str) -> list[Finding]:
     """A speculators-format checkpoint in releases whose speculators path drops the user's --speculative-config
-    (methods.toml "speculators-override"): certain when it is served as the model with keys given, a note to check
-    the resolved config when it is only named as the drafter."""
+    (methods.toml "speculators-override"): certain when it is served as the model with keys given. Only the served
+    model takes that path (maybe_override_with_speculators reads the target's config; PR 42376: "When the target
+    model is in speculators format"), so a command line that serves the verifier and names the checkpoint in
+    --speculative-config -- the form the fix itself advises -- keeps every key; with the models named alone
+    (--draft, no command line) how it is served is not known: a note to check the resolved config."""
     spec = cfg.speculative
     assert spec is not None
     served = _speculators_format(cfg.model, facts.get("models.target"))
-    drafter = _speculators_format(spec.model, facts.get("models.draft"))
-    why = served or drafter
+    named = _speculators_format(spec.model, facts.get("models.draft")) if spec.source == DRAFT_SOURCE else None
+    why = served or named
     if why is None:
         return []
     rules, partly = _range_rules("speculators-override", version, _ends(facts), None)
@@ -1183,6 +1186,9 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
     refused = _refused_budget(facts, cfg, mbt, k, seqs, version, vsrc)
     if refused is not None:
         out.append(refused)
+    method = str(spec.method or "").lower()
+    # An adaptive drafter (suffix decoding) proposes only what its match supports: K is a cap, not every step's draft.
+    adaptive = method in thresholds()["adaptive_k_max"]["methods"]
     if mbt is not None and k and seqs and (refused is None or refused.severity is not Severity.ERROR):
         need = (k + 1) * seqs
         if mbt < need:
@@ -1191,9 +1197,11 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
             short = need / max(1, mbt)
             out.append(Finding(
                 "config.scheduler.batched-tokens", Category.SCHEDULER_CONFIG,
-                Severity.ERROR if short >= 2 else Severity.WARNING, round(min(0.9, 0.6 + 0.15 * math.log2(short)), 3),
+                Severity.INFO if adaptive else Severity.ERROR if short >= 2 else Severity.WARNING,
+                0.3 if adaptive else round(min(0.9, 0.6 + 0.15 * math.log2(short)), 3),
                 f"--max-num-batched-tokens {mbt} < (k+1) x max-num-seqs = {need}: a full batch cannot verify "
-                "its drafts in one step",
+                "its drafts in one step" + (f" (only when every request drafts {method}'s maximum of {k})"
+                                            if adaptive else ""),
                 evidence=(Evidence(cfg.source_of("max_num_batched_tokens"), f"max_num_batched_tokens={mbt}"),
                           Evidence(cfg.source_of("max_num_seqs"), f"max_num_seqs={seqs}"), _spec_ev(cfg)),
                 fix=Fix("Raise the token budget (or lower max-num-seqs):", (f"--max-num-batched-tokens {need}",)),
@@ -1231,9 +1239,10 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
             fix=Fix("Leave headroom:", ("--gpu-memory-utilization 0.90",)),
             impact="no out-of-memory at graph capture or under load", impact_score=0.5,
             data={"value": gmu, "memory_trouble": trouble is not None}))
-    # A block-parallel drafter (DFlash) proposes its whole block in one pass: K up to the block is its design.
-    block = thresholds()["block_parallel_k_max"]
-    k_max = int(block["value"]) if str(spec.method or "").lower() in block["methods"] else 7
+    # A block-parallel drafter (DFlash) proposes its whole block in one pass: K up to the block is its design; an
+    # adaptive drafter (suffix decoding) proposes only what its match supports, K is its cap.
+    k_max = next((int(row["value"]) for row in (thresholds()["block_parallel_k_max"], thresholds()["adaptive_k_max"])
+                  if method in row["methods"]), 7)
     if k is not None and k > k_max:
         # The waste grows with K: every step verifies K+1 tokens while acceptance decays geometrically, so
         # K in the tens or hundreds is far worse than K=8 (and makes every step compute-bound).

@@ -128,7 +128,7 @@ def _explained(f: Any, h: Any) -> bool:
                                   "oom", "spec-inactive", "cuda-graph", "k-too-large", "env-platform",
                                   "engine-bug"],
        needs=["logs.files"], wants=["config.deployment", "vllm.version", "spec.evidence"],
-       findings=_signature_finding_ids(),
+       findings=_signature_finding_ids,
        sources=["knowledge/data/log_signatures.toml", "https://github.com/vllm-project/vllm/tree/v0.33.0/vllm"])
 def known_errors(facts: Mapping[str, Any]) -> list[Finding]:
     """Known error and warning texts in the log, each mapped to its cause and fix.

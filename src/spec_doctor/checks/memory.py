@@ -28,7 +28,7 @@ def _weights_evidence(b: MemoryBudget) -> list[Evidence]:
         per_gpu = m.weight_bytes_per_gpu
         kv = f"; KV {m.kv.bytes_per_token / 1024:.1f} KiB/token per GPU ({m.kv.formula})" if m.kv else ""
         ev.append(Evidence(m.weight_source or m.role,
-                           f"{m.role} {m.name}: weights {_g(m.weight_bytes)} (TP {m.tp}: {_g(per_gpu)} per GPU){kv}"))
+                           f"{m.role} {m.name}: weights {_g(m.weight_bytes)} ({m.sharding}: {_g(per_gpu)} per GPU){kv}"))
     return ev
 
 
@@ -106,7 +106,8 @@ def memory_budget(facts: Mapping[str, Any]) -> list[Finding]:
     vLLM does), and the rest of vLLM's start-up profile is estimated (activations, non-torch memory, CUDA
     graphs). When the log carries vLLM's own `GPU KV cache size` / `Available KV cache memory`, those figures
     win and the difference from the estimate is reported. Without GPU memory (no NVML, no log) the budget is
-    partial and only what does not depend on it is judged.
+    partial and only what does not depend on it is judged. Without a deployment config (models named alone) the
+    budget assumes TP=1 and the default utilization: a start-up OOM it predicts is a note naming that assumption.
     """
     b: MemoryBudget = facts["memory.budget"]
     out: list[Finding] = []
@@ -114,13 +115,18 @@ def memory_budget(facts: Mapping[str, Any]) -> list[Finding]:
     started = "gpu_kv_cache_tokens" in b.vllm_reported or "available_kv_memory_gib" in b.vllm_reported
     util_fix = _util_fix(b)
 
+    # Without a deployment config (no --cmd, --config or log: models named alone) TP=1 and the default utilization
+    # are assumptions, not the user's server: what does not fit under them is a note saying so, not an OOM verdict.
+    assumed = "" if b.config_known else (f" (at an assumed TP=1 and gpu-memory-utilization "
+                                         f"{b.gpu_memory_utilization:g}: no deployment config given)")
+    sev, conf = (Severity.ERROR, 1.0) if b.config_known else (Severity.INFO, 0.5)
     # 1. OOM at start-up: nothing left for the KV cache (only an estimate can say this; a logged KV size
     #    means vLLM got past it).
     if not started and b.kv_bytes is not None and b.kv_bytes <= 0:
         out.append(Finding(
-            "memory.budget.no-kv", Category.OOM, Severity.ERROR, 0.7,
+            "memory.budget.no-kv", Category.OOM, sev, round(0.7 * conf, 3),
             f"No memory left for the KV cache: weights {_g(b.weights_bytes)} + activations and reserves exceed "
-            f"the {_g(b.budget_bytes)} vLLM may use per GPU",
+            f"the {_g(b.budget_bytes)} vLLM may use per GPU" + assumed,
             evidence=tuple(ev),
             fix=Fix("Give vLLM more memory per GPU: spread the model over more GPUs or raise the utilization",
                     tuple(c for c in (_tp_fix(b), util_fix, "--max-num-batched-tokens 2048") if c)),
@@ -130,9 +136,10 @@ def memory_budget(facts: Mapping[str, Any]) -> list[Finding]:
     elif b.max_model_len and b.effective_kv_tokens is not None and 0 < b.effective_kv_tokens < b.max_model_len:
         fit = (b.effective_kv_tokens // 1024) * 1024 or b.effective_kv_tokens
         out.append(Finding(
-            "memory.budget.max-len", Category.OOM, Severity.ERROR, 0.85 if started else 0.6,
+            "memory.budget.max-len", Category.OOM, sev if not started else Severity.ERROR,
+            0.85 if started else round(0.6 * conf, 3),
             f"The KV cache holds {b.effective_kv_tokens:,} tokens, less than one request of max-model-len "
-            f"{b.max_model_len:,}",
+            f"{b.max_model_len:,}" + ("" if started else assumed),
             evidence=tuple(ev) + (Evidence(b.max_model_len_source, f"max_model_len = {b.max_model_len}"),),
             fix=Fix("Lower the context length, or give the KV cache more memory",
                     tuple(c for c in (f"--max-model-len {fit}", util_fix, _tp_fix(b)) if c)),

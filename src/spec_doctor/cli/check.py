@@ -43,8 +43,6 @@ from spec_doctor.cli.options import (
 )
 from spec_doctor.cli.prometheus import DEFAULT_TOKEN_ENV, prometheus_source
 from spec_doctor.engine.facts import InputError
-from spec_doctor.engine.ranking import FAIL_ON_CHOICES, exit_code
-from spec_doctor.report.build import gate, report_dict
 
 
 def check_cmd(
@@ -98,10 +96,12 @@ def check_cmd(
 ) -> None:
     """Diagnose a setup. With no arguments, diagnoses this machine."""
     from spec_doctor.engine.inputs import Inputs
+    from spec_doctor.engine.ranking import FAIL_ON_CHOICES, exit_code
     from spec_doctor.engine.session import diagnose
     from spec_doctor.parsers.observed import observed_from
     from spec_doctor.parsers.symptom import clean_symptoms
     from spec_doctor.report import formats as reports
+    from spec_doctor.report.build import gate, report_dict
 
     if fail_on not in FAIL_ON_CHOICES:
         raise InputError(f"--fail-on must be one of {', '.join(FAIL_ON_CHOICES)}, not '{fail_on}'")

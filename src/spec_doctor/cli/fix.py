@@ -11,7 +11,6 @@ import typer
 
 from spec_doctor.cli.options import CmdOpt, ConfigOpt, FormatOpt, VllmVersionOpt
 from spec_doctor.engine.facts import InputError
-from spec_doctor.report.fix_text import render_fix
 
 
 def fix_cmd(
@@ -25,6 +24,7 @@ def fix_cmd(
     from spec_doctor.collectors.core import parse_version
     from spec_doctor.knowledge.fixes import plan_fix
     from spec_doctor.parsers.confignorm import from_parsed
+    from spec_doctor.report.fix_text import render_fix
 
     if fmt not in ("console", "json"):
         raise InputError(f"--format must be console or json, not '{fmt}'")

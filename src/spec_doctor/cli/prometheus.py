@@ -6,12 +6,13 @@ import time
 
 from spec_doctor.engine.facts import InputError
 from spec_doctor.engine.inputs import PrometheusSource
-from spec_doctor.parsers.promapi import check_selector, parse_duration, parse_time
 
 DEFAULT_TOKEN_ENV = "SPEC_DOCTOR_PROMETHEUS_TOKEN"
 
 
 def window_seconds(window: str, flag: str = "--window") -> float:
+    from spec_doctor.parsers.promapi import parse_duration
+
     try:
         seconds = parse_duration(window)
     except ValueError as exc:
@@ -22,6 +23,8 @@ def window_seconds(window: str, flag: str = "--window") -> float:
 
 
 def selector_of(selector: str) -> str:
+    from spec_doctor.parsers.promapi import check_selector
+
     try:
         check_selector(selector)
     except ValueError as exc:
@@ -40,6 +43,8 @@ def prometheus_source(url: str | None, selector: str, window: str, at: str | Non
         raise InputError("--prometheus needs a URL, e.g. http://127.0.0.1:9090")
     when = None
     if at is not None:
+        from spec_doctor.parsers.promapi import parse_time
+
         try:
             when = parse_time(at, now=time.time())
         except ValueError as exc:

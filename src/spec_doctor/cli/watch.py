@@ -35,8 +35,6 @@ from spec_doctor.cli.options import (
 )
 from spec_doctor.cli.prometheus import DEFAULT_TOKEN_ENV, prometheus_source
 from spec_doctor.engine.facts import InputError
-from spec_doctor.report.build import report_dict
-from spec_doctor.report.views.watch import finding_line, plain_line, render, summary_text
 
 
 def watch_cmd(
@@ -77,6 +75,8 @@ def watch_cmd(
     from spec_doctor.engine.inputs import Inputs
     from spec_doctor.engine.ranking import FAIL_ON_CHOICES, exit_code
     from spec_doctor.measure.watch import Watch, open_backend
+    from spec_doctor.report.build import report_dict
+    from spec_doctor.report.views.watch import summary_text
 
     if fail_on not in FAIL_ON_CHOICES:
         raise InputError(f"--fail-on must be one of {', '.join(FAIL_ON_CHOICES)}, not '{fail_on}'")
@@ -137,6 +137,8 @@ def watch_cmd(
 def _loop(watch: Any, *, live: bool, interval: float, check_every: float, duration: float | None,
           iterations: int | None) -> bool:
     """Refresh until a bound is reached or Ctrl-C; returns True when interrupted."""
+    from spec_doctor.report.views.watch import finding_line, plain_line, render
+
     view = None
     if live:
         from rich.live import Live

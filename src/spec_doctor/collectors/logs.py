@@ -32,11 +32,11 @@ def _display_names(paths: list[str]) -> dict[str, str]:
 
 @provides("logs.files", reads="--log")
 def log_files(store: FactStore) -> list:
-    from spec_doctor.parsers.logparse import LogFile, LogReadError, parse_log
-
     paths = list(store.inputs.logs)
     if not paths:
         raise FactUnavailable("no log given (--log)")
+    from spec_doctor.parsers.logparse import LogFile, LogReadError, parse_log
+
     names = _display_names(paths)
     out: list = []
     problems: list[str] = []

@@ -15,8 +15,6 @@ request bounded by a timeout. ``http_json`` and ``base_url`` also serve the live
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -69,6 +67,9 @@ def server_error_text(raw: bytes) -> str:
 def http_json(url: str, body: dict | None = None, timeout: float = 60.0) -> Any:
     """GET (or POST ``body``) and decode JSON. FactUnavailable with one line -- the server's own error text
     included -- on any failure."""
+    import urllib.error  # here, not at import: http.client and ssl cost every run that talks to no server
+    import urllib.request
+
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json",
                                                           "User-Agent": "spec-doctor"})

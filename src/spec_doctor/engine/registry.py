@@ -18,9 +18,9 @@ the built-in ones are registered there exactly as a third-party plugin registers
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
@@ -30,6 +30,45 @@ CHECK_ENTRY_POINT_GROUP = "spec_doctor.checks"
 _ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*[a-z0-9]$")
 
 CheckFn = Callable[[Mapping[str, Any]], Iterable[Finding] | None]
+FindingTable = Mapping[str, str] | Callable[[], Mapping[str, str]]
+
+
+class LazyFindings(Sequence[tuple[str, str]]):
+    """A check's (finding id, meaning) pairs built on first use: a table that comes from a knowledge file (the log
+    signatures) is read when `explain`, `checks` or a test asks for it, not by every run that imports the check."""
+
+    __slots__ = ("_make", "_items")
+
+    def __init__(self, make: Callable[[], Mapping[str, str]]) -> None:
+        self._make = make
+        self._items: tuple[tuple[str, str], ...] | None = None
+
+    def _pairs(self) -> tuple[tuple[str, str], ...]:
+        if self._items is None:
+            self._items = tuple(self._make().items())
+        return self._items
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[str, str]: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[tuple[str, str]]: ...
+    def __getitem__(self, i: int | slice) -> tuple[str, str] | Sequence[tuple[str, str]]:
+        return self._pairs()[i]
+
+    def __len__(self) -> int:
+        return len(self._pairs())
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(self._pairs())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and self._pairs() == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(self._pairs())
+
+    def __repr__(self) -> str:
+        return repr(self._pairs()) if self._items is not None else f"LazyFindings({self._make!r})"
 
 
 @dataclass(frozen=True)
@@ -44,8 +83,9 @@ class Check:
     timeout_s: float | None = None
     doc: str = ""
     sources: tuple[str, ...] = ()
-    # Stable finding ids this check can emit -> one-line meaning (for `spec-doctor explain`).
-    findings: tuple[tuple[str, str], ...] = ()
+    # Stable finding ids this check can emit -> one-line meaning (for `spec-doctor explain`); a LazyFindings when
+    # the check declared them with a function.
+    findings: Sequence[tuple[str, str]] = ()
     # The healthy finding ids of this check that affirm speculation itself works (an acceptance in the method's
     # normal range, tokens per step measured, a measured or estimated gain, a live probe): only these can make a
     # verdict healthy (engine/ranking.py). A healthy note about something else -- the draft fits in memory, a
@@ -79,11 +119,12 @@ class Check:
 def check(id: str, *, categories: Iterable[str | Category], needs: Iterable[str] = (),
           wants: Iterable[str] = (), versions: str | None = None, title: str | None = None,
           timeout_s: float | None = None, sources: Iterable[str] = (),
-          findings: dict[str, str] | None = None, affirms: Iterable[str] = ()) -> Callable[[CheckFn], Check]:
+          findings: FindingTable | None = None, affirms: Iterable[str] = ()) -> Callable[[CheckFn], Check]:
     """Declare a check. The function's docstring is its documentation (`spec-doctor explain ID`).
 
-    ``affirms``: the ids of its healthy findings that affirm speculation itself works (``Check.affirms``); each
-    must be a declared finding of a check that can report ``healthy``."""
+    ``findings``: finding id -> one-line meaning, or a function returning that table (called on first use, for a
+    table built from knowledge data). ``affirms``: the ids of its healthy findings that affirm speculation itself
+    works (``Check.affirms``); each must be a declared finding of a check that can report ``healthy``."""
     if not _ID_RE.match(id):
         raise ValueError(f"invalid check id {id!r}: use lower-case letters, digits, '.', '-', '_'")
     try:
@@ -94,7 +135,9 @@ def check(id: str, *, categories: Iterable[str | Category], needs: Iterable[str]
     affirms = tuple(affirms)
     if affirms and Category.HEALTHY not in cats:
         raise ValueError(f"check {id}: affirms {list(affirms)} but cannot report 'healthy'")
-    undeclared = [a for a in affirms if a not in (findings or {})]
+    table: Sequence[tuple[str, str]] = (LazyFindings(findings) if callable(findings)
+                                        else tuple((findings or {}).items()))
+    undeclared = [a for a in affirms if a not in dict(table)] if affirms else []
     if undeclared:
         raise ValueError(f"check {id}: affirms undeclared finding id(s) {undeclared} (declare them in findings=)")
 
@@ -103,7 +146,7 @@ def check(id: str, *, categories: Iterable[str | Category], needs: Iterable[str]
         first = doc.splitlines()[0] if doc else id
         return Check(id=id, fn=fn, title=title or first, categories=cats, needs=tuple(needs),
                      wants=tuple(wants), versions=spec, timeout_s=timeout_s, doc=doc,
-                     sources=tuple(sources), findings=tuple((findings or {}).items()), affirms=affirms)
+                     sources=tuple(sources), findings=table, affirms=affirms)
 
     return wrap
 

@@ -126,10 +126,25 @@ class ModelMemory:
     tp: int
     kv: KvGeometry | None
     kv_note: str = ""
+    pp: int = 1  # pipeline stages: a GPU holds 1/pp of the layers
+    expert_ranks: int = 1  # --enable-expert-parallel: the routed experts spread over TP x DP GPUs
+    dense_share: float = 1.0  # share of the weights outside the routed experts (at most active / total)
 
     @property
     def weight_bytes_per_gpu(self) -> int | None:
-        return None if self.weight_bytes is None else self.weight_bytes // max(1, self.tp)
+        if self.weight_bytes is None:
+            return None
+        w, d = self.weight_bytes, self.dense_share
+        per = w * d / max(1, self.tp) + w * (1.0 - d) / max(1, self.expert_ranks, self.tp)
+        return int(per) // max(1, self.pp)
+
+    @property
+    def sharding(self) -> str:
+        """How the weights are split over GPUs, for evidence ("TP 4", "TP 1 x PP 2, experts over 8 GPUs")."""
+        text = f"TP {self.tp}" + (f" x PP {self.pp}" if self.pp > 1 else "")
+        if self.expert_ranks > self.tp and self.dense_share < 1.0:
+            text += f", experts over {self.expert_ranks} GPUs (dense share <= {self.dense_share:.0%})"
+        return text
 
 
 @dataclass
@@ -179,7 +194,7 @@ class MemoryBudget:
     effective_kv_source: str = ""
     notes: list[str] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)
-    config_known: bool = True  # a deployment config (TP, utilization, ...) was given
+    config_known: bool = True  # a deployment config (TP, utilization, ...) was given, not only model names
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -303,6 +318,13 @@ def compute_budget(*, target: Any, draft: Any = None, dep: Any = None, spec_meth
 
     tp_v, tp_src = _arg(dep, "tensor_parallel_size")
     tp = int(tp_v) if isinstance(tp_v, int) and tp_v > 0 else 1
+    # Pipeline stages split the layers (weights and KV); data-parallel ranks are replicas, except that
+    # --enable-expert-parallel spreads the routed experts over all TP x DP GPUs (the dense part stays per rank).
+    pp_v, _ = _arg(dep, "pipeline_parallel_size")
+    pp = int(pp_v) if isinstance(pp_v, int) and pp_v > 0 else 1
+    dp_v, _ = _arg(dep, "data_parallel_size")
+    dp = int(dp_v) if isinstance(dp_v, int) and dp_v > 0 else 1
+    ep_v, _ = _arg(dep, "enable_expert_parallel")
     util_v, util_src = _arg(dep, "gpu_memory_utilization")
     if isinstance(util_v, (int, float)) and 0 < util_v <= 1:
         util = float(util_v)
@@ -340,8 +362,15 @@ def compute_budget(*, target: Any, draft: Any = None, dep: Any = None, spec_meth
     t_kv = kv_geometry(t_cfg, kv_bytes_el, tp, max_len) if t_cfg else None
     if t_kv is None:
         missing.append("target KV geometry (config.json with num_hidden_layers / heads / head_dim)")
+    total_p, active_p = getattr(target, "param_count", None), getattr(target, "active_param_count", None)
+    dense = 1.0
+    if ep_v is True and dp > 1 and isinstance(total_p, int) and isinstance(active_p, int) and 0 < active_p < total_p:
+        # The active parameters bound the dense share from above (they include the shared and top-k experts).
+        dense = active_p / total_p
     tm = ModelMemory("target", getattr(target, "name", "") or getattr(target, "ref", "target"),
-                     t_w, t_w_src, tp, t_kv)
+                     t_w, t_w_src, tp, t_kv, pp=pp, expert_ranks=tp * dp if dense < 1.0 else 1, dense_share=dense)
+    if pp > 1 or dense < 1.0:
+        notes.append(f"target weights per GPU over {tm.sharding}")
 
     dm: ModelMemory | None = None
     method = (spec_method or getattr(spec, "method", None) or "").lower()
@@ -433,7 +462,8 @@ def compute_budget(*, target: Any, draft: Any = None, dep: Any = None, spec_meth
 
     per_token = None
     if t_kv is not None and (dm is None or dm.kv is not None or dm.weight_bytes == 0):
-        per_token = t_kv.bytes_per_token + (dm.kv.bytes_per_token if dm and dm.kv else 0)
+        # With pipeline stages each GPU caches its own layers; the drafter runs on the last stage.
+        per_token = -(-t_kv.bytes_per_token // pp) + (dm.kv.bytes_per_token if dm and dm.kv else 0)
     kv_tokens = None
     if kv_mem is not None and per_token:
         kv_tokens = max(0, kv_mem) // per_token
@@ -476,7 +506,9 @@ def compute_budget(*, target: Any, draft: Any = None, dep: Any = None, spec_meth
         kv_bytes_per_token=per_token, kv_tokens=kv_tokens, tokens_per_request_overhead=overhead,
         vllm_reported=reported, comparison=comparison, effective_kv_tokens=eff,
         effective_kv_source=eff_src if eff is not None else "", notes=notes,
-        sources={"reserve": k["reserve"]["source"]}, config_known=dep is not None,
+        sources={"reserve": k["reserve"]["source"]},
+        # a config stood up from --target/--draft alone (origin "draft") states no TP or utilization
+        config_known=dep is not None and getattr(dep, "origin", "") != "draft",
     )
     for length in sorted({max_len or 0, *k["reserve"]["typical_lengths"]}):
         if length and (max_len is None or length <= max_len):

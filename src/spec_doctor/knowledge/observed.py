@@ -59,10 +59,15 @@ def alpha_floor(method: str | None) -> float | None:
     if expected is not None and expected.floor_alpha is not None:
         return expected.floor_alpha
     if family == HEAD:
-        return threshold("observed_alpha_floor_head")
-    if family == DRAFT_MODEL or (method is None):
-        return threshold("observed_alpha_floor_draft_model")
-    return None
+        fallback = threshold("observed_alpha_floor_head")
+    elif family == DRAFT_MODEL or (method is None):
+        fallback = threshold("observed_alpha_floor_draft_model")
+    else:
+        return None
+    # Too few rows for a floor of their own, but each is a published working run of this method: the flat floor
+    # never puts one of them below normal.
+    rows = expected.rows if expected is not None else ()
+    return min([fallback] + [r.alpha for r in rows])
 
 
 @dataclass(frozen=True)

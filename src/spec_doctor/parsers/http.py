@@ -4,13 +4,13 @@ the rest here."""
 
 from __future__ import annotations
 
-import socket
-import urllib.error
-
 
 def transport_failure(where: str, exc: BaseException, timeout: float) -> str:
     """``where: ...`` for a connection that failed below HTTP: refused, timed out (also when urllib wraps the
     timeout in a URLError), reset, or a malformed URL."""
+    import socket
+    import urllib.error
+
     reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
     if isinstance(reason, (socket.timeout, TimeoutError)):
         return f"{where}: no answer within {timeout:g} s"

@@ -23,17 +23,17 @@ FORMAT_ENTRY_POINT_GROUP = "spec_doctor.formats"
 
 
 def available() -> list[str]:
-    from importlib.metadata import entry_points
+    from spec_doctor.engine.entrypoints import installed_entry_points
 
-    return sorted(set(BUILTIN) | {ep.name for ep in entry_points(group=FORMAT_ENTRY_POINT_GROUP)})
+    return sorted(set(BUILTIN) | {ep.name for ep in installed_entry_points(FORMAT_ENTRY_POINT_GROUP)})
 
 
 def renderer(name: str) -> Callable[..., str]:
     if name in BUILTIN:
         return importlib.import_module(BUILTIN[name]).render
-    from importlib.metadata import entry_points
+    from spec_doctor.engine.entrypoints import installed_entry_points
 
-    for ep in entry_points(group=FORMAT_ENTRY_POINT_GROUP):
+    for ep in installed_entry_points(FORMAT_ENTRY_POINT_GROUP):
         if ep.name == name:
             obj: Any = ep.load()
             return obj.render
