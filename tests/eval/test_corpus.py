@@ -26,7 +26,7 @@ from evaluation import Scored, case_args, case_dirs, ranked_categories, run_repo
 # Floors under the measured figures (see the README table), so a regression fails; they are not the targets.
 # Measured 2026-12-02 on 122 cases: dev 78 % / 80 % (59 cases), test 25 % / 33 % (63 cases); the targets are
 # 80 % / 95 % on test.
-FLOORS = {"dev": {"first": 0.74, "top3": 0.76}, "test": {"first": 0.22, "top3": 0.28}}
+FLOORS = {"dev": {"first": 0.86, "top3": 0.90}, "test": {"first": 0.25, "top3": 0.31}}
 _ERROR_LINE = re.compile(r"^(?:\(\w+ pid=\d+\)\s*)?ERROR[ \d:-]|\bERROR \d\d-\d\d |^Traceback \(most recent call last\)",
                          re.M)
 
@@ -67,7 +67,8 @@ def _figures(rows: list[CaseRun]) -> dict[str, float | int]:
     top3 = sum(1 for r in rows if r.scored.primary_rank and r.scored.primary_rank <= 3 and not r.scored.violations)
     return {"n": n, "first": first / n if n else 0.0, "top3": top3 / n if n else 0.0,
             "violations": sum(1 for r in rows if r.scored.violations),
-            "healthy_with_error": sum(1 for r in rows if r.healthy_control and r.scored.errors)}
+            "healthy_with_error": sum(1 for r in rows if r.healthy_control and r.scored.errors),
+            "not_assessed": sum(1 for r in rows if r.scored.exit_code == 2)}
 
 
 def test_corpus_accuracy_per_split(runs, capsys):
@@ -78,7 +79,8 @@ def test_corpus_accuracy_per_split(runs, capsys):
             if split == "dev" or os.environ.get("SPEC_DOCTOR_SHOW_TEST_ROWS") == "1":
                 print(f"\n{split} split:\n" + table([r.scored for r in rows]))
             print(f"{split}: {f['n']} cases; primary first {f['first']:.0%}, in top 3 {f['top3']:.0%}; "
-                  f"must_not reported in {f['violations']}; healthy controls with an error: {f['healthy_with_error']}")
+                  f"must_not reported in {f['violations']}; healthy controls with an error: {f['healthy_with_error']}; "
+                  f"not assessed (exit 2): {f['not_assessed']}")
     for split in ("dev", "test"):
         f = _figures([r for r in runs if r.split == split])
         assert f["first"] >= FLOORS[split]["first"] and f["top3"] >= FLOORS[split]["top3"], (split, f)
