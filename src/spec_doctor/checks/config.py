@@ -15,7 +15,7 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity, clip
+from spec_doctor.engine.model import STARTUP, Category, Evidence, Finding, Fix, Severity, clip
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge.acceptance import model_free
 from spec_doctor.knowledge.data import threshold, thresholds
@@ -160,7 +160,8 @@ def flags(facts: Mapping[str, Any]) -> list[Finding]:
                                    _fix_cmds(cfg, fix_version)),
                            impact="the server starts with speculation configured as intended",
                            impact_score=0.8 if sev is Severity.ERROR else 0.5,
-                           data={"flags": [w for w, _ in legacy]}))
+                           # a release without the flags exits at argument parsing
+                           data={"flags": [w for w, _ in legacy], "stage": STARTUP if sev is Severity.ERROR else None}))
     if spec is not None and looks_like_ngram_typo(spec.model) and spec.method_origin != "explicit":
         out.append(Finding(
             "config.flags.ngram-typo", Category.CONFIG_DEPRECATED, Severity.ERROR, 0.8,
@@ -275,7 +276,8 @@ def spec_keys(facts: Mapping[str, Any]) -> list[Finding]:
                                f"\"{key}\" is not a speculative-config key; use \"{row['rename_to']}\"",
                                evidence=ev + (Evidence(row["source"], row.get("note", "")),), fix=fix,
                                impact="the setting takes effect instead of being rejected or ignored",
-                               impact_score=0.6, data={"key": key, "rename_to": row["rename_to"]}))
+                               impact_score=0.6, data={"key": key, "rename_to": row["rename_to"],
+                                                       "stage": STARTUP if sev is Severity.ERROR else None}))
         elif status == "removed" and row:
             assert version is not None
             sev = Severity.ERROR if unknown_keys_rejected(version) else Severity.WARNING
@@ -521,7 +523,8 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
                     upgrade + _fix_cmds(cfg, support.first_supported if support.status != "removed" else version)),
             impact="the server starts with speculation instead of failing at config validation",
             impact_score=0.9, data={"method": name, "status": support.status,
-                                    "first_supported": str(support.first_supported or "")}))
+                                    "first_supported": str(support.first_supported or ""),
+                                    "stage": STARTUP}))  # refused at config validation: it never serves
     elif support.status == "v0-fallback":
         v1_opt_in = cfg.env.get("VLLM_USE_V1") == "1"
         out.append(Finding(
@@ -786,7 +789,7 @@ def parallel(facts: Mapping[str, Any]) -> list[Finding]:
                 evidence=(dev, Evidence("vllm/config.py@v0.6.4.post1", "cannot be other value than 1 or target "
                                                                        "model tensor_parallel_size")),
                 fix=Fix("Use draft TP 1 (or the target's TP):", _fix_cmds(cfg, version)),
-                impact="the server starts", impact_score=0.8, data={"draft_tp": dtp, "tp": tp}))
+                impact="the server starts", impact_score=0.8, data={"draft_tp": dtp, "tp": tp, "stage": STARTUP}))
         else:
             allowed, rule = allowed_draft_tp(version, spec.method, tp)
             if version is not None and rule and dtp not in allowed:
@@ -802,7 +805,7 @@ def parallel(facts: Mapping[str, Any]) -> list[Finding]:
                     fix=Fix("Upgrade to vLLM >= 0.6.4, or set the draft TP to 1:" if later_ok else
                             "Set the draft TP the release accepts:",
                             (("pip install -U 'vllm>=0.6.4'",) if later_ok else ()) + _fix_cmds(cfg, version)),
-                    impact="the server starts", impact_score=0.8, data={"draft_tp": dtp, "tp": tp}))
+                    impact="the server starts", impact_score=0.8, data={"draft_tp": dtp, "tp": tp, "stage": STARTUP}))
     pp = _int(cfg.args.get("pipeline_parallel_size"))
     crash = _crash(facts)
     if pp and pp > 1:
@@ -1312,7 +1315,7 @@ def vllm_parser(facts: Mapping[str, Any]) -> list[Finding]:
                         f"vLLM {res.get('version') or ''} rejects the command line: {clip(err, 160)}".replace("  ", " "),
                         evidence=(Evidence(src, clip(err, 300)),),
                         fix=Fix("Corrected command:", _fix_cmds(cfg, _pv(res)) if cfg else ()),
-                        impact="the server starts", impact_score=0.9)]
+                        impact="the server starts", impact_score=0.9, data={"stage": STARTUP})]
     out: list[Finding] = []
     theirs: dict[str, Any] = res.get("args") or {}
     if cfg is not None:

@@ -16,7 +16,7 @@ from typing import Any
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity, clip
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge.catalogue import release_key, releases
-from spec_doctor.knowledge.crashes import classify
+from spec_doctor.knowledge.crashes import classify, stage_of, stage_of_source
 from spec_doctor.knowledge.release_bugs import crash_bug
 
 # Exceptions that report an earlier failure rather than cause one (the engine died because of something above).
@@ -160,8 +160,14 @@ def crash(facts: Mapping[str, Any]) -> list[Finding]:
                                  "function": tb["func"], "rule": row.id if row is not None else None,
                                  "catalogue_category": catalogued.value if catalogued is not None else None,
                                  "known_bug": known[0].id if known is not None else None,
-                                 "speculation_on": spec_on}))
+                                 "speculation_on": spec_on, "stage": _stage(tb)}))
     return out
+
+
+def _stage(tb: Mapping[str, Any]) -> str | None:
+    """When the traceback happened, from where it was raised and the vLLM functions it went through (frames are
+    'module:line in function'): "startup" on vLLM's start-up path, else unknown."""
+    return stage_of(tb.get("site"), (str(f).rsplit(" in ", 1)[-1] for f in tb.get("frames") or ()))
 
 
 def _method(facts: Mapping[str, Any]) -> str | None:
@@ -252,7 +258,10 @@ def messages(facts: Mapping[str, Any]) -> list[Finding]:
         out.append(Finding("logs.messages.known", Category(tpl["category"]), sev, 0.6 if worst == "ERROR" else 0.5,
                            f"vLLM says: {clip(evs[0]['text'], 140)}" + (f" ({count}x)" if count > 1 else ""), tuple(ev),
                            Fix(tpl["fix"]) if tpl["fix"] else None, impact_score=0.5,
-                           data={"template": tpl["template"], "count": count}))
+                           data={"template": tpl["template"], "count": count,
+                                 # an exception raised on vLLM's start-up path: the server refused to start
+                                 "stage": stage_of_source(tpl["source"]) if _EXCEPTION_KIND.match(
+                                     str(tpl.get("kind") or "")) else None}))
     if unknown:
         count = sum(e["count"] for e in unknown)
         out.append(Finding("logs.messages.errors", Category.ENGINE_BUG, Severity.WARNING, 0.35,

@@ -10,9 +10,10 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
-from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
+from spec_doctor.engine.model import SERVING, STARTUP, Category, Evidence, Finding, Fix, Severity
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge import acceptance as acc
+from spec_doctor.knowledge.crashes import stage_of_source
 from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
 from spec_doctor.knowledge.models import HEAD, method_family
@@ -162,11 +163,16 @@ def known_errors(facts: Mapping[str, Any]) -> list[Finding]:
             note = f" (this text is printed by vLLM {sig.versions}; declared/detected version is {version})"
         lines = ", ".join(str(n) for n in h.lines) + (f", … {h.last_line}" if h.count > len(h.lines) else "")
         title = sig.title
-        data: dict[str, Any] = {"count": h.count, "signature": sig.id}
+        # When it went wrong: the row's own `stage`, else an error raised on vLLM's start-up path (its source
+        # module) is a refusal to start; an OOM before or after the first serving window says it itself.
+        data: dict[str, Any] = {"count": h.count, "signature": sig.id, "stage": sig.extra.get("stage") or (
+            stage_of_source(sig.source) if sig.severity == "error" else None)}
         if sig.category == "oom":
             first_window = f.first_window_line()
             under_load = first_window is not None and h.lines[0] > first_window
             data["phase"] = "under-load" if under_load else "start-up"
+            if first_window is not None:
+                data["stage"] = SERVING if under_load else STARTUP
             title = f"{title} ({'under load, after serving started' if under_load else 'at start-up'})"
         ev = [Evidence(f"{f.display}:{lines}", h.excerpt + note)]
         if sig.id.startswith("vocab") and f.signatures.get("engine-dead"):

@@ -8,7 +8,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
+from spec_doctor.engine.model import STARTUP, Category, Evidence, Finding, Fix, Severity
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge.budget import GIB, MemoryBudget, safe_utilization
 
@@ -131,7 +131,8 @@ def memory_budget(facts: Mapping[str, Any]) -> list[Finding]:
             fix=Fix("Give vLLM more memory per GPU: spread the model over more GPUs or raise the utilization",
                     tuple(c for c in (_tp_fix(b), util_fix, "--max-num-batched-tokens 2048") if c)),
             impact="vLLM cannot start", impact_score=1.0,
-            data={"kv_bytes": b.kv_bytes, "weights_bytes": b.weights_bytes, "budget_bytes": b.budget_bytes}))
+            data={"kv_bytes": b.kv_bytes, "weights_bytes": b.weights_bytes, "budget_bytes": b.budget_bytes,
+                  "stage": STARTUP}))
     # 2. One request of max_model_len does not fit.
     elif b.max_model_len and b.effective_kv_tokens is not None and 0 < b.effective_kv_tokens < b.max_model_len:
         fit = (b.effective_kv_tokens // 1024) * 1024 or b.effective_kv_tokens
@@ -144,7 +145,8 @@ def memory_budget(facts: Mapping[str, Any]) -> list[Finding]:
             fix=Fix("Lower the context length, or give the KV cache more memory",
                     tuple(c for c in (f"--max-model-len {fit}", util_fix, _tp_fix(b)) if c)),
             impact="vLLM refuses to start (max seq len larger than the KV cache)", impact_score=0.9,
-            data={"kv_tokens": b.effective_kv_tokens, "max_model_len": b.max_model_len}))
+            data={"kv_tokens": b.effective_kv_tokens, "max_model_len": b.max_model_len,
+                  "stage": None if started else STARTUP}))
 
     # 3. V0 draft weights outside the profiled share.
     if b.draft is not None and not b.draft_weights_profiled and b.draft.weight_bytes_per_gpu:

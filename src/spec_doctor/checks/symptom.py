@@ -18,7 +18,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity, clip
+from spec_doctor.engine.model import SERVING, Category, Evidence, Finding, Fix, Severity, clip
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
@@ -151,7 +151,8 @@ def _separate_draft_model(s: _Setup) -> Evidence | None:
 
 
 def _method_not_in_release(s: _Setup) -> Evidence | None:
-    if not s.method or s.version is None:
+    """The release refuses the method at config validation; a complaint about serving is not that."""
+    if not s.method or s.version is None or s.complaint.get("stage") == SERVING:
         return None
     support = method_support(s.method, s.version)
     if support.status in _NOT_IN_RELEASE:

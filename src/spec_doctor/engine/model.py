@@ -40,6 +40,13 @@ class Category(str, enum.Enum):
     HEALTHY = "healthy"
 
 
+# When what a finding predicts goes wrong, in ``Finding.data["stage"]`` (and a complaint's stage, parsers/symptom.py):
+# STARTUP -- before the server serves (config validation, argument parsing, model load, memory profiling, CUDA-graph
+# capture: the server refuses to start); SERVING -- only under requests. Absent: unknown, fits either.
+STARTUP = "startup"
+SERVING = "serving"
+
+
 class Severity(str, enum.Enum):
     ERROR = "error"
     WARNING = "warning"

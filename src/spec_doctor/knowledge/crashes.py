@@ -4,11 +4,15 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from spec_doctor.engine.model import STARTUP
 from spec_doctor.knowledge.data import load
+
+_MODULE = re.compile(r"\bvllm(?:_ascend)?/[\w/]+\.py\b")
 
 
 @dataclass(frozen=True)
@@ -78,3 +82,25 @@ def classify(exc_type: str | None, message: str | None, site_module: str | None,
             continue
         return row
     return None
+
+
+@lru_cache(maxsize=1)
+def _stage_table() -> tuple[tuple[re.Pattern[str], ...], frozenset[str]]:
+    t = load("crash_sites.toml")["stage"]
+    return tuple(re.compile(m) for m in t["modules"]), frozenset(t["functions"])
+
+
+def stage_of(module: str | None = None, functions: Iterable[str] = ()) -> str | None:
+    """``"startup"`` when an exception raised in vLLM module ``module`` (its path, 'vllm/config/speculative.py') or
+    through one of ``functions`` happens before the server serves (data/crash_sites.toml [stage]: config
+    validation, argument parsing, model loading, profiling, CUDA-graph capture); None when that says nothing."""
+    modules, funcs = _stage_table()
+    if module and any(m.search(module) for m in modules):
+        return STARTUP
+    return STARTUP if any(f in funcs for f in functions) else None
+
+
+def stage_of_source(source: str | None) -> str | None:
+    """The stage of a message from the first vLLM module its source names ('vllm/config/speculative.py@v0.10.0 ...')."""
+    found = _MODULE.search(source or "")
+    return stage_of(found.group(0)) if found else None

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from spec_doctor.engine.model import Category, Finding, Severity
+from spec_doctor.engine.model import SERVING, STARTUP, Category, Finding, Severity
 from spec_doctor.knowledge.data import load
 
 
@@ -144,6 +144,25 @@ def merge_findings(findings: Iterable[Finding]) -> list[Finding]:
     return merged
 
 
+def stage_of(f: Finding) -> str | None:
+    """When what a finding predicts or saw goes wrong: its own ``data["stage"]`` (a config the release refuses, a
+    traceback on vLLM's start-up path), else by check-id prefix (knowledge/data/rootcause.toml [stage]: what only a
+    run under traffic shows); None when unknown."""
+    own = f.data.get("stage") if isinstance(f.data, dict) else None
+    if own in (STARTUP, SERVING):
+        return str(own)
+    table = _table()["stage"]
+    return SERVING if _prefix_match(f.check_id or f.id, table["serving"]) else None
+
+
+def stage_fits(f: Finding, s: Finding) -> bool:
+    """Whether finding ``f`` can explain the complaint ``s`` by when it went wrong: a complaint about serving
+    (crashes after a few requests) is not what a server that refuses to start predicts, nor a start-up complaint
+    what only traffic shows. Unknown on either side fits."""
+    a, b = stage_of(f), s.data.get("stage") if isinstance(s.data, dict) else None
+    return a is None or b not in (STARTUP, SERVING) or a == b
+
+
 def _fit(f: Finding, s: Finding) -> tuple[int, float]:
     """How well finding ``f`` explains the complaint ``s``: the category the complaint's differential picked first,
     then by score."""
@@ -157,9 +176,12 @@ def _corroborate(findings: list[Finding], s: Finding) -> list[Finding]:
     complaint's differential picked from the facts, else the highest ranked -- takes the complaint's quote ("seen
     in: your complaint") and, when it is the picked category or the complaint is never healthy (a crash, wrong
     output, a hang, running out of memory), at least the complaint's severity. Unexplained, the complaint stands
-    alone, said not borne out when an observed healthy note rules its category out."""
+    alone, said not borne out when an observed healthy note rules its category out. A finding of another stage than the
+complaint's (stage_fits: it refuses to start, the complaint is about serving) explains nothing and stays as it was.
+"""
     cats = set(corroborates(s))
-    candidates = [i for i, f in enumerate(findings) if f.category is not Category.HEALTHY and f.category.value in cats]
+    candidates = [i for i, f in enumerate(findings) if f.category is not Category.HEALTHY and f.category.value in cats
+                  and stage_fits(f, s)]
     if not candidates:
         alone = replace(s, data={**s.data, "seen_in": [source_label(s)]})
         note = next((f for f in findings if root_key(f) == ("healthy", s.category.value)
