@@ -7,14 +7,14 @@ from __future__ import annotations
 import json
 
 from conftest import run_cli
-
 from spec_doctor.checks.crash import _stage as traceback_stage
 from spec_doctor.collectors.symptom import symptom_complaint
 from spec_doctor.engine.facts import FactStore
 from spec_doctor.engine.inputs import Inputs
 from spec_doctor.engine.model import SERVING, STARTUP, Category, Evidence, Finding, Severity
 from spec_doctor.knowledge.crashes import stage_of, stage_of_source
-from spec_doctor.report.merge import merge_findings, stage_of as finding_stage
+from spec_doctor.report.merge import merge_findings
+from spec_doctor.report.merge import stage_of as finding_stage
 
 _UNSUPPORTED = ("check", "--target", "meta-llama/Llama-3.1-70B-Instruct", "--draft", "meta-llama/Llama-3.2-1B-Instruct",
                 "--vllm-version", "0.10.1", "--format", "json")
