@@ -494,7 +494,7 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
                                         "spec-doctor check --vllm-version X ...")),
                                impact="a definite verdict", impact_score=0.3,
                                data={"method": name}))
-    elif support.status in ("unsupported", "removed", "not-yet") and (ran := _ran(facts)) is not None:
+    elif support.cannot_run and (ran := _ran(facts)) is not None:
         out.append(Finding(
             "config.method.table-contradicted", Category.ENV_VERSION, Severity.INFO, 0.3,
             f"spec-doctor's tables say vLLM {version} cannot run '{name}', yet the log shows it drafting",
@@ -503,7 +503,7 @@ def method(facts: Mapping[str, Any]) -> list[Finding]:
             fix=Fix("Check the exact build (a nightly or a backport can have the method early):",
                     ("python -c 'import vllm; print(vllm.__version__)'",)),
             impact="a version verdict that matches the run", impact_score=0.1, data={"method": name}))
-    elif support.status in ("unsupported", "removed", "not-yet"):
+    elif support.cannot_run:
         what = {"unsupported": f"vLLM {vname} cannot run {label} speculation",
                 "removed": f"'{name}' was removed from vLLM ({vname})",
                 "not-yet": f"vLLM {vname} predates the '{name}' method"}[support.status]

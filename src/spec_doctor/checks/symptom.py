@@ -30,8 +30,6 @@ from spec_doctor.knowledge.temperature import HOT_TEMPERATURE
 from spec_doctor.parsers.symptom import matches
 
 _OFF = "remove --speculative-config (plain decoding)"
-# Releases that cannot run a configured method (knowledge/data/methods.toml statuses).
-_NOT_IN_RELEASE = ("removed", "unsupported", "not-yet")
 # The complaints that are never a healthy run.
 _NEVER_HEALTHY = ("crash", "startup", "wrong-output", "hang", "memory")
 
@@ -155,7 +153,7 @@ def _method_not_in_release(s: _Setup) -> Evidence | None:
     if not s.method or s.version is None or s.complaint.get("stage") == SERVING:
         return None
     support = method_support(s.method, s.version)
-    if support.status in _NOT_IN_RELEASE:
+    if support.cannot_run:
         return Evidence(support.source or "knowledge/data/methods.toml",
                         f"vLLM {s.version} and method {s.method}: {support.status}")
     return None

@@ -199,7 +199,7 @@ def plan_fix(cfg: DeploymentConfig, version: Version | None) -> FixPlan:
         # 7. what a rewrite cannot fix.
         if method:
             support = method_support(method, target)
-            if support.status in ("unsupported", "removed", "not-yet"):
+            if support.cannot_run:
                 upgrade = (f"upgrade to vLLM >= {support.first_supported} (pip install -U 'vllm>={support.first_supported}')"
                            if support.first_supported and support.status != "removed" else "pick another method")
                 plan.notes.append(f"vLLM {target} cannot run method '{method}' ({support.status}): {upgrade}, or "

@@ -161,6 +161,11 @@ class MethodSupport:
     def label(self) -> str:
         return self.method_row.get("label", self.method)
 
+    @property
+    def cannot_run(self) -> bool:
+        """The release cannot run the method at all: not supported, removed, or it predates the method."""
+        return self.status in ("unsupported", "removed", "not-yet")
+
 
 @functools.cache
 def _methods() -> dict[str, dict[str, Any]]:
