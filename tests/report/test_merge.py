@@ -158,3 +158,27 @@ def test_a_generic_fix_value_never_undoes_what_the_user_already_has():
     kept = keep_user_settings([f("logs.errors.cuda-oom", "logs.errors", "oom",
                                  fix=Fix("room", ("--max-model-len 8192", "--max-num-seqs 64")))], user)
     assert kept[0].fix.commands == (user + " --max-num-seqs 64",)
+
+
+def test_a_predicted_refusal_to_start_is_not_borne_out_when_the_run_served():
+    refused = f("config.method.unsupported", "config.method", "env-version", sev="error",
+                data={"stage": "startup"})
+    served = f("logs.acceptance.healthy", "logs.acceptance", "healthy", sev="info", conf=0.9)
+    out = {x.id: x for x in merge_findings([refused, served])}
+    m = out["config.method.unsupported"]
+    assert m.severity is Severity.INFO and "started and served" in m.impact
+    assert m.data["not_borne_out"]["by"] == "logs.acceptance.healthy"
+
+
+def test_a_refusal_the_log_itself_shows_or_a_run_that_never_served_keeps_its_severity():
+    refused = f("config.method.unsupported", "config.method", "env-version", sev="error", data={"stage": "startup"})
+    # no serving observation: the prediction stands
+    assert merge_findings([refused])[0].severity is Severity.ERROR
+    # an observed start-up crash of the same cause leads; a serving-stage prediction is not a refusal
+    crash = f("logs.errors.draft-model-not-implemented", "logs.errors", "env-version", sev="error",
+              data={"stage": "startup"})
+    slow = f("speedup.verdict.costing", "speedup.verdict", "spec-overhead", sev="warning", data={"stage": "serving"})
+    served = f("metrics.acceptance.ok", "metrics.acceptance", "healthy", sev="info", conf=0.9)
+    out = {x.id: x for x in merge_findings([refused, crash, slow, served])}
+    assert out["logs.errors.draft-model-not-implemented"].severity is Severity.ERROR
+    assert out["speedup.verdict.costing"].severity is Severity.WARNING

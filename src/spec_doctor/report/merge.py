@@ -233,4 +233,29 @@ def _merge(findings: list[Finding]) -> list[Finding]:
                 and f.severity is not Severity.INFO:
             f = _not_borne_out(f, note)
         out.append(f)
-    return out
+    served = _served(combined.values())
+    return [_started_after_all(f, served) if served is not None and _refusal_predicted(f) else f for f in out]
+
+
+def _served(findings: Iterable[Finding]) -> Finding | None:
+    """An observation that the server started and served (report/merge.py stage_of: a log window, a /metrics
+    counter, a probe, a figure measured on the running server), the surest first; None when nothing shows it."""
+    seen = [f for f in findings if evidence_kind(f) == "observed" and stage_of(f) == SERVING]
+    return max(seen, key=lambda f: (f.category is Category.HEALTHY, f.confidence), default=None)
+
+
+def _refusal_predicted(f: Finding) -> bool:
+    """A prediction, from the configuration or the tables alone, that the server does not start (or fails at
+    start-up) -- a problem no observation of this run supports."""
+    return (f.category is not Category.HEALTHY and evidence_kind(f) == "predicted" and f.severity is not Severity.INFO
+            and stage_of(f) == STARTUP and "not_borne_out" not in f.data)
+
+
+def _started_after_all(f: Finding, served: Finding) -> Finding:
+    """A predicted refusal to start when the run shows the server serving: the prediction is wrong for this run
+    (the release, the command or the tables are not what was run), kept as information and said so."""
+    said = (f"Predicted from the {', '.join(f.data.get('seen_in') or [source_label(f)])}; yet this run started and "
+            f"served ({served.title}), so it did not happen here")
+    return replace(f, severity=Severity.INFO, confidence=min(f.confidence, 0.5), impact=said,
+                   evidence=(*f.evidence, *served.evidence[:1]),
+                   data={**f.data, "not_borne_out": {"by": served.id, "title": served.title}})
