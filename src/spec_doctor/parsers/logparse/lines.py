@@ -144,6 +144,7 @@ class Record:
     pid: int | None = None
     prefix: str = ""  # docker-compose service or other custom prefix
     file: str | None = None
+    lead: str = ""  # the text before the header as it stands (a shipper's time stamp, a quote marker included)
 
 
 def strip_ansi(text: str) -> str:
@@ -184,13 +185,55 @@ def parse_envelope(text: str) -> Record:
     return _header_record(m)
 
 
+# Time stamps a log shipper puts before vLLM's own header (`kubectl logs --timestamps`: RFC 3339; journald /
+# syslog: `Nov 30 10:00:00`; a bare date or time): they change on every line, so they are not part of the prefix
+# that names the server (several servers' lines interleaved are told apart by what stays the same). A markdown
+# quote marker (`> `) before a pasted line is not part of it either.
+_SHIPPER_TIME = re.compile(
+    r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+    r"|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2} \d\d:\d\d:\d\d(?:[.,]\d+)?"
+    r"|\d{4}-\d\d-\d\d|\b\d\d:\d\d:\d\d(?:[.,]\d+)?")
+_QUOTE_MARK = re.compile(r"^(?:\s*>)+\s?")
+
+
+def prefix_identity(custom: str) -> str:
+    """The part of the text before a vLLM header that names where the line came from: a docker-compose service,
+    VLLM_LOGGING_PREFIX, a journald `host unit[pid]:` -- without a shipper's time stamps or a quote marker."""
+    dm = _DOCKER.match(custom)
+    if dm:
+        return dm.group(1)
+    if any(c.isdigit() for c in custom):
+        custom = _SHIPPER_TIME.sub(" ", custom)
+    return _QUOTE_MARK.sub("", custom).strip().rstrip("|:").strip()
+
+
+_DIGITS = re.compile(r"\d+")
+_DECORATIONS: dict[str, re.Pattern[str]] = {}
+
+
+def decoration(custom: str) -> re.Pattern[str] | None:
+    """The shape of what a log shipper or a paste put before vLLM's header on a line (``custom``: a docker-compose
+    service, a kubectl / journald time stamp, a quote marker), as a pattern that finds the same decoration at the
+    start of the lines that have no header of their own (a traceback's frames, a pydantic error's lines): digits
+    may differ, the rest is literal. None when nothing came before the header."""
+    if not custom.strip():
+        return None
+    shape = _DIGITS.sub("0", custom)
+    rx = _DECORATIONS.get(shape)
+    if rx is None:
+        if len(_DECORATIONS) > 64:
+            _DECORATIONS.clear()
+        body = "".join(r"\d+" if part.isdigit() else re.escape(part) for part in re.split(r"(\d+)", custom.rstrip()))
+        rx = _DECORATIONS[shape] = re.compile(body + r"\s?")
+    return rx
+
+
 def _header_record(m: re.Match[str]) -> Record:
     custom = m.group("custom") or ""
-    dm = _DOCKER.match(custom)
-    prefix = dm.group(1) if dm else custom.strip().rstrip("|").strip()
+    prefix = prefix_identity(custom) if custom else ""
     return Record(msg=m.group("msg"), level=m.group("level"), ts=m.group("ts"), proc=m.group("proc"),
                   pid=int(m.group("pid")) if m.group("pid") else None, prefix=prefix[:80],
-                  file=m.group("file"))
+                  file=m.group("file"), lead=custom[:120])
 
 
 # -- fast paths: same results as the reference functions above (tests/test_logs_fastpath.py) -------------------

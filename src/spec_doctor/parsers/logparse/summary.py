@@ -376,6 +376,7 @@ class LogFile:
     _last_engine: dict = field(default_factory=dict)  # (prefix, pid) -> engine index
     _prev_text: str = ""
     _wrap_head: tuple | None = None  # (line, text) of the last WARNING/ERROR record: a wrapped message's start
+    _decoration: Any = None  # lines.decoration() of the last record's header: what stands before header-less lines
 
     def src(self, lineno: int) -> str:
         return f"{self.display}:{lineno}"
@@ -435,10 +436,19 @@ class LogFile:
         if fast:
             m = L._HEADER_FAST.match(text)
             if m is not None and self._hot(lineno, m):
+                lead = m.group("custom")
+                self._decoration = L.decoration(lead) if lead else None
                 return
             rec = L.parse_envelope(text) if m is None else L._header_record(m)
         else:
             rec = L.parse_envelope(text)
+        if rec.level is not None:
+            self._decoration = L.decoration(rec.lead) if rec.lead else None
+        elif self._decoration is not None and (dm := self._decoration.match(text)) and dm.end() < len(text):
+            # A line without a header of its own under the same shipper's decoration as the records around it (a
+            # traceback frame in `docker compose logs`, `kubectl logs --timestamps`, journald, a quoted paste):
+            # read without it, so frames and the exception line are seen as in a plain log.
+            rec = L.parse_envelope(text[dm.end():])
         msg = rec.msg
         if rec.level:
             self.records += 1
