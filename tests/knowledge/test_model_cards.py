@@ -152,3 +152,15 @@ def test_sizes_come_from_the_table_first():
 def test_models_toml_no_longer_carries_name_tables():
     data = knowledge()
     assert "known_size" not in data and "known_vocab" not in data
+
+
+def test_informal_spellings_of_a_known_name_find_its_row_and_nothing_else():
+    from spec_doctor.knowledge.models import card_for, name_spellings
+
+    assert card_for("llama3.1-8b").id == "Llama-3.1-8B"  # Meta writes Llama-3.1-8B
+    assert card_for("Llama 3.1 8B Instruct").id == "Llama-3.1-8B"
+    assert card_for("qwen-2.5-7b-instruct").id == "Qwen2.5-7B"  # Qwen writes Qwen2.5-7B
+    assert card_for("JackFram/llama-68m").id == "JackFram-llama-68m"
+    assert card_for("foo3-8b") is None and card_for("llama-3.1-8b-abliterated") is None
+    # the name as written wins: a spelling is tried only when no row claims the name itself
+    assert name_spellings("llama3.1-8b") == ["llama3.1-8b", "llama-3.1-8b"]

@@ -96,11 +96,32 @@ def cards() -> tuple[ModelCard, ...]:
     return tuple(c for c, _ in _cards())
 
 
+_FAMILY_HYPHEN = re.compile(r"^([a-z]+)-(\d)")
+_FAMILY_DIGIT = re.compile(r"^([a-z]+)(\d)")
+
+
+def name_spellings(name: str) -> list[str]:
+    """A normalized name as written, then as people also write it: words apart (``Llama 3.1 8B``), and the family
+    word and its version run together or hyphenated (``llama3.1-8b`` for Meta's ``Llama-3.1-8B``, ``qwen-2.5-7b`` for
+    Qwen's ``Qwen2.5-7B``)."""
+    first = re.sub(r"\s+", "-", name.strip())
+    out = [first]
+    for rx, repl in ((_FAMILY_HYPHEN, r"\1\2"), (_FAMILY_DIGIT, r"\1-\2")):
+        alt = rx.sub(repl, first, count=1)
+        if alt not in out:
+            out.append(alt)
+    return out
+
+
 def cards_matching(ref: str) -> list[ModelCard]:
     """The rows whose pattern (plus variant words) is the whole normalized name: one, or none (tests keep the
-    table unambiguous)."""
-    name = normalize_name(ref)
-    return [c for c, rx in _cards() if rx.fullmatch(name)]
+    table unambiguous). The name as written first; only when no row claims it, its other spellings
+    (name_spellings), the first that some row claims."""
+    for name in name_spellings(normalize_name(ref)):
+        hits = [c for c, rx in _cards() if rx.fullmatch(name)]
+        if hits:
+            return hits
+    return []
 
 
 def card_for(ref: str | None) -> ModelCard | None:
