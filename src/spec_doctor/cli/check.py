@@ -23,6 +23,7 @@ from spec_doctor.cli.options import (
     KOpt,
     LatencyOpt,
     LogOpt,
+    MeasuredTemperatureOpt,
     MetricsUrlOpt,
     OnlyOpt,
     OutputOpt,
@@ -33,7 +34,6 @@ from spec_doctor.cli.options import (
     SkipOpt,
     SymptomOpt,
     TargetOpt,
-    TemperatureOpt,
     ThroughputOpt,
     TimeoutOpt,
     TokenEnvOpt,
@@ -64,7 +64,7 @@ def check_cmd(
     window: WindowOpt = "1h",
     at: AtOpt = None,
     prometheus_token_env: TokenEnvOpt = DEFAULT_TOKEN_ENV,
-    temperature: TemperatureOpt = None,
+    temperature: MeasuredTemperatureOpt = None,
     throughput: ThroughputOpt = None,
     latency: LatencyOpt = None,
     acceptance: AcceptanceOpt = None,
@@ -121,7 +121,9 @@ def check_cmd(
         check_file(path, "metrics file")
     if config:
         check_file(config, "config file")
-    observed = observed_from(throughput, latency, acceptance, concurrency, k)
+    # Each figure is read on its own: one that cannot be read is a note of the report (inputs.status), the rest is
+    # diagnosed; only when nothing else could be assessed does the run stop (exit 2, below).
+    observed = observed_from(throughput, latency, acceptance, concurrency, k, temperature, keep_going=True)
     symptoms = clean_symptoms(symptom)
     if gpu is not None:
         from spec_doctor.knowledge.speedup import gpu_names, gpu_spec
@@ -140,7 +142,7 @@ def check_cmd(
     inputs = Inputs(logs=list(log), cmd=cmd, config=config, target=target, draft=draft,
                     vllm_version=vllm_version, metrics_urls=metrics_urls,
                     metrics_baseline=list(metrics_file), metrics_interval_s=metrics_interval, prometheus=prom,
-                    temperature=temperature, probe=probe, server=servers[0] if servers else None, servers=servers, prompts=prompts,
+                    temperature=observed.temperature, probe=probe, server=servers[0] if servers else None, servers=servers, prompts=prompts,
                     watch_vram_s=watch_vram, allow_download=allow_download, timeout_s=timeout, gpu=gpu,
                     observed=observed, symptoms=symptoms)
     from spec_doctor.report.gating import DEFAULT_IGNORE_FILE, baseline_keys, load_ignore_file

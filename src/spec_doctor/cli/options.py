@@ -48,15 +48,17 @@ TokenEnvOpt = Annotated[str, typer.Option(
     "--prometheus-token-env", help="Environment variable holding a bearer token for --prometheus (never printed).")]
 
 # -- the traffic -----------------------------------------------------------------------------------
-def _temperature(value: float | None) -> float | None:
-    """Temperatures are finite and >= 0 (vLLM's SamplingParams refuses a negative one; 0 is greedy)."""
-    from spec_doctor.engine.limits import finite_number
+def _temperature(value: str | float | None) -> float | None:
+    """One temperature, finite and >= 0 (vLLM's SamplingParams refuses a negative one; 0 is greedy), read like the
+    measured figures (parsers/observed.py: ``0.7``, ``T=0.7``); a run that samples at it needs it, so a value that
+    cannot be read stops the command (one line, exit 2)."""
+    from spec_doctor.parsers.observed import parse_temperature
 
-    return None if value is None else finite_number(value, "--temperature", low=0.0, high=1e4)
+    return parse_temperature(value)
 
 
-TemperatureOpt = Annotated[float | None, typer.Option("--temperature", help="Sampling temperature of the traffic.",
-                                                      callback=_temperature)]
+TemperatureOpt = Annotated[float | None, typer.Option(
+    "--temperature", help="Sampling temperature to run at, e.g. 0.7 or T=0.7.", parser=_temperature)]
 PromptsOpt = Annotated[str | None, typer.Option(
     "--prompts", help="Prompt file (JSONL or text); probe and tune also take a bundled set: chat|code|summarization.")]
 MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", help="New tokens per prompt (tune: per request, ignore_eos).")]
@@ -64,19 +66,29 @@ NoEarlyStopOpt = Annotated[bool, typer.Option(
     "--no-early-stop", help="No early stop: run every prompt (probe: no stop at +/-0.05) or variant (tune) to the end.")]
 
 # -- what the user measured (check): figures from `vllm bench serve` or their own timing -----------------
+# Read as typed (parsers/observed.py, README "Measured figures"); check takes them as text, so a value it cannot read
+# becomes a note of the report naming the option and the form expected, and the other inputs are still diagnosed.
+_FIGURE_FORMS = ("A leading ~ or 'about' is fine; a range (8-16) or a list (0.6,0.7) is not one measurement and is "
+                 "not used.")
 ThroughputOpt = Annotated[str | None, typer.Option(
     "--throughput", help="Measured output throughput WITH:WITHOUT speculation (tok/s, same workload), e.g. "
-                         "175.5:128.6, or the ratio alone, e.g. 0.71x.")]
+                         "175.5:128.6, '45 tok/s vs 60 tok/s', 45/60, '45 -> 60'; or the ratio alone, e.g. 0.71x. "
+                         + _FIGURE_FORMS)]
 LatencyOpt = Annotated[str | None, typer.Option(
     "--latency", help="Measured latency WITH:WITHOUT speculation (per request or per output token, same unit), "
-                      "e.g. 60:45.")]
+                      "e.g. 60:45, '30ms vs 20ms', '1.6 s -> 0.9 s'; two different units are not used.")]
 AcceptanceOpt = Annotated[str | None, typer.Option(
-    "--acceptance", help="Measured draft acceptance: a rate (87% or 0.87) or a mean acceptance length (AL=2.3).")]
-ConcurrencyOpt = Annotated[int | None, typer.Option(
-    "--concurrency", help="Requests in flight during the measurement (bench --max-concurrency, batch size).")]
-KOpt = Annotated[int | None, typer.Option(
+    "--acceptance", help="Measured draft acceptance: a rate (87%, '87 %', 0.87, 'about 60%') or a mean acceptance "
+                         "length, bonus token included (AL=2.3, 'AL 2.3', '2.3 tokens/step', 'mean acceptance length "
+                         "2.3'); a bare 87 is not used (a percentage or a rate?).")]
+ConcurrencyOpt = Annotated[str | None, typer.Option(
+    "--concurrency", help="Requests in flight during the measurement (bench --max-concurrency, batch size), e.g. 8, "
+                          "1,024, concurrency=8. " + _FIGURE_FORMS)]
+KOpt = Annotated[str | None, typer.Option(
     "--k", help="num_speculative_tokens of the measured run, to judge the measured figures (--cmd/--config/a log "
-                "give it too).")]
+                "give it too), e.g. 3, K=3, 'k 3'.")]
+MeasuredTemperatureOpt = Annotated[str | None, typer.Option(
+    "--temperature", help="Sampling temperature of the traffic, e.g. 0.7, T=0.7. " + _FIGURE_FORMS)]
 SymptomOpt = Annotated[list[str], typer.Option(
     "--symptom", help="What you saw, in your words (repeatable; joined), e.g. 'throughput dropped with EAGLE-3', "
                       "'crashes at startup with MTP': weighs the diagnoses it points at.")]

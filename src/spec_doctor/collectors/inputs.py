@@ -2,7 +2,8 @@
 
 One row per input (``--log`` file, ``--metrics-url`` / ``--metrics-file``, ``--cmd`` / ``--config``,
 ``--target`` / ``--draft``, ``--server``, the probe,
-the measured figures ``--throughput`` / ``--latency`` / ``--acceptance``): ``{"input", "kind", "ok", "speculation", "reason"}``.
+the measured figures ``--throughput`` / ``--latency`` / ``--acceptance`` and each of them that could not be read,
+``--vllm-version``, ``--symptom``): ``{"input", "kind", "ok", "speculation", "reason"}``.
 ``ok`` says the input could be read and is what it claims to be (None: no check of this run needed it); ``speculation`` says it carries evidence
 about speculative decoding (a vLLM log, a vLLM /metrics page, a deployment config, a model pair, a probe).
 The verdict is ``unknown`` when no row has ``speculation``; ``check`` exits 2 when inputs were given and none
@@ -148,4 +149,26 @@ def inputs_status(store: FactStore) -> list[dict[str, Any]]:
     if inputs.observed.figures:
         label = " ".join(f"{flag} {value}" for flag, value in inputs.observed.text.items())
         rows.append(_simple_row(store, label, "observed", "observed.figures"))
+    # A figure that could not be read (parsers/observed.py) was left out: a note, or exit 2 when nothing else was
+    # usable -- the same as an unreadable log.
+    rows += [{"input": label, "kind": "observed", "ok": False, "speculation": False, "reason": reason}
+             for label, reason in inputs.observed.unreadable.items()]
+    return rows + _context_rows(store)
+
+
+def _context_rows(store: FactStore) -> list[dict[str, Any]]:
+    """--vllm-version and --symptom: inputs the diagnosis uses (release bugs, the complaint's weight) that say
+    nothing about speculation on their own, so they never make the verdict assessed."""
+    inputs, rows = store.inputs, []
+    if inputs.vllm_version:
+        got, version, reason = _fact(store, "vllm.version")
+        declared = got and getattr(version, "source", None) == "--vllm-version"
+        rows.append({"input": f"--vllm-version {inputs.vllm_version}", "kind": "version",
+                     "ok": declared if got else None, "speculation": False,
+                     "reason": None if declared else (reason or "not used (no check that needs vllm.version ran)")})
+    if inputs.symptoms:
+        got, complaint, reason = _fact(store, "symptom.complaint")
+        rows.append({"input": "--symptom", "kind": "symptom", "ok": (complaint is not None) if got else None,
+                     "speculation": False,
+                     "reason": None if complaint is not None else (reason or "not used (no check that reads it ran)")})
     return rows

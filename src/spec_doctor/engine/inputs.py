@@ -19,7 +19,9 @@ class PrometheusSource:
 @dataclass(frozen=True)
 class Observed:
     """Figures the user measured on the deployment (``check --throughput/--latency/--acceptance/--concurrency/
-    --k``), already parsed and validated (parsers/observed.py). ``text`` keeps each figure as typed, for evidence."""
+    --k/--temperature``), already parsed and validated (parsers/observed.py). ``text`` keeps each figure read as
+    typed, for evidence; ``unreadable`` names each option that could not be read (``--k 'K=x'``) with what was
+    expected -- it was left out, and the report says so in a note."""
 
     throughput: tuple[float, float] | None = None  # output tok/s WITH speculation, WITHOUT it
     throughput_ratio: float | None = None  # speculative / plain speed, when only the ratio is known
@@ -28,7 +30,9 @@ class Observed:
     acceptance_length: float | None = None  # mean tokens per step, bonus token included (AL)
     concurrency: int | None = None  # requests in flight during the measurement
     k: int | None = None  # num_speculative_tokens of the measured run
+    temperature: float | None = None  # sampling temperature of the traffic (check: Inputs.temperature)
     text: dict[str, str] = field(default_factory=dict)  # option -> value as the user typed it
+    unreadable: dict[str, str] = field(default_factory=dict)  # "--opt 'value'" -> why it could not be read
 
     @property
     def figures(self) -> bool:

@@ -48,6 +48,7 @@ def render(report: dict[str, Any], **_: Any) -> str:
         lines.append(f"::group::spec-doctor: {len(servers)} servers")
         lines += [_escape_data(server_line(row)) for row in servers]
         lines.append("::endgroup::")
+    lines += [f"::notice title=spec-doctor note::{_escape_data(note)}" for note in report.get("notes", [])]
     counts = report["summary"]["findings"]
     message = (report.get("assessment") or {}).get("message")
     lines.append(f"::notice title=spec-doctor::verdict {report['verdict']}: "

@@ -155,6 +155,7 @@ def render(report: dict[str, Any], **_: Any) -> str:
     message = (report.get("assessment") or {}).get("message")
     if message:
         parts.append(f"<p class='assessment'><strong>Not assessed:</strong> {e(message)}</p>")
+    parts += [f"<p class='note'><strong>Note:</strong> {e(note)}</p>" for note in report.get("notes", [])]
     env = report.get("environment") or {}
     if env:
         parts.append("<table>" + "".join(f"<tr><th>{e(str(k))}</th><td>{e(str(v))}</td></tr>"

@@ -33,10 +33,11 @@ def render(report: dict[str, Any], **_: Any) -> str:
         elif found:
             out = ET.SubElement(case, "system-out")
             out.text = "\n\n".join(_describe(f) for f in found)
-    servers = server_rows(report)
-    if servers:  # per-server figures of a fleet, next to the per-check cases
+    # Per-server figures of a fleet and the report's notes (an input that was not used), next to the per-check cases.
+    suite_out = [server_line(row) for row in server_rows(report)] + [f"note: {n}" for n in report.get("notes", [])]
+    if suite_out:
         node = ET.SubElement(suite, "system-out")
-        node.text = "\n".join(server_line(row) for row in servers)
+        node.text = "\n".join(suite_out)
     suite.set("tests", str(len(checks)))
     suite.set("failures", str(failures))
     suite.set("errors", str(errors))
