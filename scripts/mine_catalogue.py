@@ -22,6 +22,10 @@ PEP 691) and checks each file's sha256 against the index.
   python scripts/mine_catalogue.py --download /work/cache/vllm-sdists          # once, or to add new releases
   python scripts/mine_catalogue.py --sdists /work/cache/vllm-sdists [--check-index]
   python scripts/mine_catalogue.py --git /path/to/vllm.git
+  python scripts/mine_catalogue.py --recategorize        # RULES again over the stored entries, no source needed
+
+--recategorize reads each stored entry's template (its `text` when the template was cut), kind and newest source
+path (its area, as mining derives it) and applies RULES as mining does; nothing else changes.
 
 A platform plugin released on its own is mined the same way into the same file (`--project vllm-ascend`: vLLM's
 Ascend NPU plugin, package vllm_ascend/, areas ascend-* in AREAS, each playing a vLLM area's part for the rules;
@@ -1251,6 +1255,106 @@ def compat_matrix(source: Source, versions: list[str], project: Project) -> dict
     return dict(sorted(out.items(), key=lambda kv: vkey(kv[0])))
 
 
+def classify(e: dict, literal: str, holes: str, area: str, spec: bool | None = None) -> dict:
+    """Set an entry's category, rule, spec_related and if_spec from its message text (holes as '{}'), the names
+    in its holes, its kind and the area it is raised in, by RULES; `spec` overrides the test for speculation."""
+    if spec is None:
+        spec = spec_related(literal, holes, area)
+    category, _, rule = categorise(literal, e["kind"], area, spec)
+    e["category"] = category
+    for k in ("rule", "spec_related", "if_spec"):
+        e.pop(k, None)
+    if rule:
+        e["rule"] = rule  # its fix is in the header's "rules"
+    if spec:
+        e["spec_related"] = True
+    if not spec and holes:
+        # The same text with speculation in its holes ("Model Runner V2 does not yet support {features};
+        # using the V1 model runner instead"): the loader applies this category when the rendered line says so.
+        s_cat, _, s_rule = categorise(literal.replace("{}", "speculative decoding"), e["kind"], area, True)
+        if s_cat != category:
+            e["if_spec"] = {"category": s_cat, "rule": s_rule}
+    return e
+
+
+TEMPLATE_HOLE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
+
+
+def stored_text(e: dict) -> tuple[str, str]:
+    """(literal text with holes as '{}', the holes' names) of a stored entry, as mining had them: from its full
+    `text` when the template was cut, else from the template (a cut template without `text`, from a catalogue
+    mined before `text` was stored, gives what is left of it)."""
+    literal: list[str] = []
+    holes: list[str] = []
+    t = e.get("text") or e["template"]
+    pos = 0
+    for m in TEMPLATE_HOLE.finditer(t):
+        literal.append(t[pos:m.start()])
+        if m.group(0) in ("{{", "}}"):
+            literal.append(m.group(0)[0])
+        else:
+            literal.append("{}")
+            holes.append(m.group(1))
+        pos = m.end()
+    literal.append(t[pos:])
+    return "".join(literal), " ".join(holes)
+
+
+def entry_path(e: dict) -> str:
+    """The file the entry is categorised by: its newest source (sources are newest first)."""
+    return e["sources"][0].split("@", 1)[0]
+
+
+def entry_area(e: dict) -> str:
+    return area_of(entry_path(e)) or ""
+
+
+def recategorize_entry(e: dict) -> dict:
+    """One stored entry with RULES applied again (a copy; the message, its sources and releases are kept)."""
+    literal, holes = stored_text(e)
+    area = entry_area(e)
+    spec = spec_related(literal, holes, area)
+    if e["template"].endswith("…") and "text" not in e:
+        spec = spec or bool(e.get("spec_related"))  # text past the cut may have named speculation
+    return ordered(classify(dict(e), literal, holes, area, spec))
+
+
+ENTRY_KEYS = ("template", "regex", "gate", "kind", "first_version", "last_version", "sources", "category", "text",
+              "project", "rule", "kinds", "spec_related", "if_spec", "ranges")
+
+
+def ordered(e: dict) -> dict:
+    """An entry's keys in the file's order (so a recategorized file differs from its source only where a category
+    did)."""
+    rank = {k: i for i, k in enumerate(ENTRY_KEYS)}
+    return dict(sorted(e.items(), key=lambda kv: rank.get(kv[0], len(rank))))
+
+
+def _counts(entries: list[dict]) -> dict[str, Any]:
+    cats: dict[str, int] = {}
+    for e in entries:
+        cats[e["category"]] = cats.get(e["category"], 0) + 1
+    return {"entries": len(entries), "spec_related": sum(bool(e.get("spec_related")) for e in entries),
+            "per_category": dict(sorted(cats.items(), key=lambda kv: -kv[1]))}
+
+
+def recategorize(data: dict) -> dict:
+    """The catalogue with RULES applied again to every stored entry, without mining the source: categories,
+    rules, if_spec and each project's header rules and counts follow the current RULES; all else is kept."""
+    entries = [recategorize_entry(e) for e in data["entries"]]
+    header = dict(data["header"])
+    rules = {r.name: {"category": r.category, "fix": r.fix} for r in RULES}
+    header["rules"] = rules
+    header["counts"] = _counts([e for e in entries if e.get("project", VLLM.name) == VLLM.name])
+    projects = {}
+    for name, h in (header.get("projects") or {}).items():
+        projects[name] = {**h, "rules": rules, "counts": _counts([e for e in entries if e.get("project") == name])}
+    if projects:
+        header["projects"] = projects
+    header["recategorized_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return {"header": header, "entries": entries}
+
+
 def build(versions: list[str], aggs: dict[str, Agg], source_kind: str, origin: str,
           index: list[str] | None = None, project: Project = VLLM) -> dict:
     entries = []
@@ -1262,37 +1366,24 @@ def build(versions: list[str], aggs: dict[str, Agg], source_kind: str, origin: s
         # The newest site first; categorise by it.
         sites = sorted(a.sites.items(), key=lambda kv: (vkey(kv[1][0][1:]), kv[0]), reverse=True)
         path = sites[0][0]
-        area = area_of(path) or ""
         literal = "".join(p if isinstance(p, str) else "{}" for p in a.pieces)
         holes = " ".join(p.name for p in a.pieces if isinstance(p, Hole))
-        spec = spec_related(literal, holes, area)
-        category, _, rule = categorise(literal, kind, area, spec)
         shown = template if len(template) <= TEMPLATE_CHARS else template[:TEMPLATE_CHARS - 1] + "…"
         e: dict = {"template": shown, "regex": rx, "gate": gate, "kind": kind,
                    "first_version": a.versions[0], "last_version": a.versions[-1],
-                   "sources": [f"{p}@{tag}:{ln}" for p, (tag, ln) in sites[:2]], "category": category}
+                   "sources": [f"{p}@{tag}:{ln}" for p, (tag, ln) in sites[:2]], "category": ""}
+        if shown != template:
+            e["text"] = template  # what the rules read (the template is cut); --recategorize reads it again
         if project is not VLLM:
             e["project"] = project.name  # its versions are the plugin's releases, not vLLM's
-        if rule:
-            e["rule"] = rule  # its fix is in the header's "rules"
         if len(a.kinds) > 1:
             e["kinds"] = sorted(a.kinds)
-        if spec:
-            e["spec_related"] = True
-        if not spec and holes:
-            # The same text with speculation in its holes ("Model Runner V2 does not yet support {features};
-            # using the V1 model runner instead"): the loader applies this category when the rendered line says so.
-            s_cat, _, s_rule = categorise(literal.replace("{}", "speculative decoding"), kind, area, True)
-            if s_cat != category:
-                e["if_spec"] = {"category": s_cat, "rule": s_rule}
+        classify(e, literal, holes, area_of(path) or "")
         rs = ranges(a.versions, versions)
         if len(rs) > 1:
             e["ranges"] = rs
-        entries.append(e)
+        entries.append(ordered(e))
     entries.sort(key=lambda e: (e["sources"][0], e["template"]))
-    cats: dict[str, int] = {}
-    for e in entries:
-        cats[e["category"]] = cats.get(e["category"], 0) + 1
     whose = "vLLM's" if project is VLLM else f"{project.name}'s (the {project.package} package)"
     header: dict[str, Any] = {
         "about": f"{whose} message catalogue: exception texts and warning/error log messages mined from "
@@ -1311,6 +1402,7 @@ def build(versions: list[str], aggs: dict[str, Agg], source_kind: str, origin: s
                    "kinds": "every kind the message had across releases, when more than one",
                    "first_version/last_version": "the first and last release that has the message",
                    "ranges": "runs of releases that have it, when it was absent in between",
+                   "text": "the whole template, when `template` is cut (the rules read it)",
                    "sources": "path@tag:line, newest first (at most two files)",
                    "spec_related": "true when the message or its module is about speculation (absent: false)",
                    "category/rule": "taxonomy category and the RULES entry that gave it (its fix: header.rules)",
@@ -1322,8 +1414,7 @@ def build(versions: list[str], aggs: dict[str, Agg], source_kind: str, origin: s
         **({"area_roles": {a: r for a, r in AREA_ROLE.items()}} if project is not VLLM else {}),
         "spec_words": SPEC,
         "rules": {r.name: {"category": r.category, "fix": r.fix} for r in RULES},
-        "counts": {"entries": len(entries), "spec_related": sum(bool(e.get("spec_related")) for e in entries),
-                   "per_category": dict(sorted(cats.items(), key=lambda kv: -kv[1]))},
+        "counts": _counts(entries),
     }
     if index:
         header["index_releases"] = [v for v in index if vkey(v) >= vkey(versions[0] if versions else
@@ -1372,7 +1463,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-version")
     ap.add_argument("--check-index", action="store_true",
                     help="record the index's release list (pip index versions NAME) and report missing ones")
+    ap.add_argument("--recategorize", action="store_true",
+                    help="apply RULES again to the entries of --out (every project's), without mining the source")
     args = ap.parse_args(argv)
+    if args.recategorize:
+        out = Path(args.out)
+        try:
+            data = recategorize(json.loads(out.read_text("utf-8")))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"cannot recategorize {out}: {exc}", file=sys.stderr)
+            return 2
+        write(data, out)
+        print(f"recategorized {len(data['entries'])} entries -> {out}", file=sys.stderr)
+        return 0
     project = PROJECTS[args.project]
     min_version = args.min_version or project.min_version
     if args.download:
