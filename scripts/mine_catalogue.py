@@ -98,7 +98,9 @@ AREAS: list[tuple[str, re.Pattern[str]]] = [(a, re.compile(p)) for a, p in [
                r"|^vllm/logging_utils/"),
     ("platform", r"^vllm/platforms/"),
     ("attention", r"^vllm/(?:v1/)?attention/(?:backends/|selector\.py$|layer\.py$)|^vllm/attention/selector\.py$"),
-    ("sampling", r"^vllm/v1/sample/|^vllm/sampling_params\.py$|^vllm/model_executor/layers/sampler\.py$"),
+    # A request's own parameters (SamplingParams validates what each request asks for).
+    ("request", r"^vllm/sampling_params\.py$"),
+    ("sampling", r"^vllm/v1/sample/|^vllm/model_executor/layers/sampler\.py$"),
     ("quantization", r"^vllm/model_executor/layers/quantization/"),
     ("model-loader", r"^vllm/model_executor/model_loader/|^vllm/model_executor/models/(?:utils|registry)\.py$"
                      r"|^vllm/transformers_utils/(?:config|tokenizer)\w*\.py$"),
@@ -246,6 +248,14 @@ RULES: list[Rule] = [
          r"(?:draft|propos|eagle|mtp)\w*.{0,80}(?:eager mode|without (?:cuda ?graphs|compil))", spec=True,
          kinds=LOG_KINDS,
          fix="The drafter runs eagerly: each draft step pays full launch overhead; enable its CUDA graphs."),
+    # The message itself says vLLM got here by its own fault ("should not happen", "should be handled in ...",
+    # "this indicates a bug"): an engine bug whatever the subject, unless it hands the user a setting to change.
+    # ("Please open an issue" alone is not one: vLLM says it after "not implemented yet" too.)
+    Rule("says-bug", "engine-bug",
+         rf"(?s)^(?!.*{SETTING}).*(?:should (?:not|never) (?:happen|be reached)|should (?:have been|be) handled (?:in|by)|"
+         r"(?:this|it) (?:indicates|is (?:likely )?|means) a bug|\bunreachable\b|something (?:is|went) wrong)",
+         kinds=EXC_KINDS | ERROR_LOGS,
+         fix="vLLM says it reached a state it should not: upgrade, or report it with the traceback."),
     # The plugin's graph modes (ACL graph, the torchair graph, npugraph_ex): Ascend's CUDA graphs.
     Rule("npu-graph", "cuda-graph",
          r"acl ?graph|aclgraph|npu ?graph|npugraph|torchair|graph[ _]mode|graph capture|captur\w* (?:the )?graph|"
@@ -256,7 +266,8 @@ RULES: list[Rule] = [
     # CUDA graphs and their modes.
     Rule("cuda-graph", "cuda-graph",
          r"cuda ?graph|cudagraph|graph capture|captur\w* (?:the )?graph|enforce[_ -]?eager|eager mode|"
-         r"\bpiecewise\b|full_and_piecewise|full_decode_only|cudagraph_mode|cuda_graph_sizes",
+         r"\bpiecewise\b|full_and_piecewise|full_decode_only|cudagraph_mode|cuda_graph_sizes|"
+         r"\bgraphs? (?:has |have |is |was |were )?(?:already |not (?:yet )?)?captured",
          fix="Check the CUDA-graph mode the target and drafter run with (compilation_config.cudagraph_mode); "
              "drop --enforce-eager unless it is needed."),
     # Memory: the KV cache under load first (a preemption warning also names gpu_memory_utilization).
@@ -264,7 +275,8 @@ RULES: list[Rule] = [
          r"preempt|kv cache (?:is )?full|no free (?:kv )?blocks|out of (?:kv )?blocks|"
          r"not enough (?:kv[- ]cache )?(?:free )?blocks|cannot (?:be )?allocat\w* .*block|swapp?\w* out|"
          r"insufficient kv (?:space|cache|slots)|only \{\} kv blocks|kv blocks are available|"
-         r"exceeds the capacity of (?:the )?block_?manager",
+         r"exceeds the capacity of (?:the )?block_?manager|lack of (?:cpu )?swap space|"
+         r"(?:out of|insufficient|not enough) (?:cpu )?swap\b",
          fix="KV cache too small for the load: more KV memory, fewer concurrent sequences, or a shorter K."),
     Rule("oom", "oom",
          r"out of memory|\boom\b|not enough (?:gpu |device )?memory|insufficient (?:gpu )?memory|"
@@ -286,7 +298,8 @@ RULES: list[Rule] = [
          r"vocab\w*[ _]size.{0,80}(?:match|differ|same|equal)|same vocab|vocab\w* (?:mismatch|intersection)|"
          r"(?:match|differ\w*|mismatch\w*) .{0,40}vocab|tokenizers? .{0,40}(?:match|differ|mismatch|same)|"
          r"\bd2t\b|\bt2d\b|draft_id_to_target_id|different vocab|vocab(?:ulary)?[ _]?mapping|out-of-intersection|"
-         r"draft_vocab_size.{0,40}target_vocab_size",
+         r"draft_vocab_size.{0,40}target_vocab_size|"
+         r"\bvocab\w*[ _](?:dim|size)\w*\b.{0,80}(?:narrower|wider|smaller|larger) than (?:the )?(?:sampled|target|draft)",
          fix="Draft and target must share the tokenizer and vocab_size (mind padded vocab sizes)."),
     # Quantization.
     Rule("quantization", "quantization",
@@ -300,6 +313,10 @@ RULES: list[Rule] = [
          r"will be ignored|has no effect|ignoring (?:the )?(?:argument|option|flag|key)|unrecognized argument|"
          r"unknown (?:argument|option|cli)",
          fix="Use the setting's current name/form for the installed release (see `vllm serve --help`)."),
+    # A key given twice in the configuration or on the command line: one of them is ignored.
+    Rule("duplicate-setting", "config-deprecated", r"duplicate (?:keys?|arguments?|flags?|options?)\b",
+         areas=CONFIG_AREAS,
+         fix="Give each setting once: vLLM keeps one of the duplicates and ignores the other."),
     Rule("argparse", "config-deprecated", kinds=_f("argparse", "ArgumentTypeError", "ArgumentError"),
          fix="Fix the command-line argument as the error says (see `vllm serve --help` for this release)."),
     # The plugin's software stack (CANN, torch_npu, triton-ascend) and the Ascend chips it runs on.
@@ -345,7 +362,9 @@ RULES: list[Rule] = [
          r"built (?:with|for|against)|please install|pip install|to be installed|install (?:a|an|the|it)\b|"
          r"build that includes|requires? an? [\w-]+ build|has no kernel|no kernel (?:for|available|found)|"
          r"kernels? (?:is |are )?not (?:available|found|compiled|built)|not compiled (?:with|for)|"
-         r"backend is (?:not |un)available|(?:is|are) (?:not |un)available in the current|ensure .{0,40}\binstalled",
+         r"backend is (?:not |un)available|(?:is|are) (?:not |un)available in the current|ensure .{0,40}\binstalled|"
+         r"\b(?:ray|flashinfer|xformers|flash[_-]?attn|deep_?gemm|arctic[_-]inference|nixl|lmcache)\b (?:package |"
+         r"library )?(?:is|are) (?:required|needed)",
          fix="Install versions that support this (vLLM, torch, CUDA, transformers, flashinfer)."),
     # Speculation configured but not running.
     Rule("spec-inactive", "spec-inactive",
@@ -384,6 +403,33 @@ RULES: list[Rule] = [
          spec=True, kinds=LOG_KINDS,
          fix="This drafter has one layer; each extra speculative token reruns it. Keep num_speculative_tokens low "
              "(1-2) unless the per-position acceptance says more pays."),
+    # A warning that a setting may lower the draft's acceptance.
+    Rule("acceptance-warn", "low-acceptance",
+         r"(?:affect|lower|reduc|hurt|degrad|drop)\w*\s.{0,40}acceptance|acceptance (?:rates? )?(?:may|will|can|could) "
+         r"(?:drop|fall|be lower|suffer|degrade)", spec=True, kinds=LOG_KINDS | _f("UserWarning"),
+         fix="This setting may lower acceptance: compare the per-position acceptance with and without it."),
+    # What the quantization layer refuses (a scheme, a group size, a shape, a MoE/EPLB path it lacks) is a limit of
+    # the quantization method, not of the deployment's other settings: unless an earlier rule said platform or version.
+    Rule("quantization-area", "quantization", kinds=EXC_KINDS | ERROR_LOGS, areas=_f("quantization"),
+         fix="The quantization method or its kernel does not support this layer/shape/GPU: check the method "
+             "and its requirements for this release."),
+    # A request's own parameters refused (SamplingParams, or vLLM's request validation error): about that request,
+    # not the deployment.
+    Rule("request-params", "none", kinds=_f("VLLMValidationError", ANY_EXC, "warning"), areas=_f("request")),
+    Rule("request-validation", "none", rf"(?s)^(?!.*{SETTING})", kinds=_f("VLLMValidationError")),
+    # A speculation model class rejecting the draft checkpoint's weights (shapes, shards): the checkpoint does not
+    # fit the method.
+    Rule("spec-checkpoint-weights", "config-unsupported-combo", r"\bweights?\b|checkpoint", kinds=EXC_KINDS,
+         areas=_f("spec-model"),
+         fix="The draft checkpoint's weights do not fit this method: use a checkpoint made for this method, "
+             "target and release."),
+    # Tensor shapes, dtypes and layouts vLLM's machinery checks between its own pieces: an engine bug, unless the
+    # text hands the user a setting to change.
+    Rule("internal-shape", "engine-bug",
+         rf"(?s)^(?!.*{SETTING}).*(?:\bshapes?\b|\bgeometry\b|must have the same (?:length|shape|size|dtype|number)|"
+         r"\b(?:tensors?|buffers?)\b.{0,40}(?:must|expected)|(?:source|destination) must)",
+         kinds=EXC_KINDS, areas=INTERNAL_AREAS,
+         fix="An internal check failed in vLLM: upgrade, or report it with the traceback."),
     # Combinations vLLM rejects or mishandles (phrases that name a combination).
     Rule("combo", "config-unsupported-combo",
          r"not (?:yet |currently )?supported|unsupported|isn't supported|not (?:yet |currently )?compatible|isn'?t compatible|"
