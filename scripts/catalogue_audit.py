@@ -18,10 +18,13 @@ prints them without category or rule: template, kind, sources[0]. A person label
 RULES say now.
 
   Audit A: seed 20261202, drawn from the catalogue as mined (before the rule changes it led to).
-  Audit B: seed 4242, drawn after those changes, excluding A's entries: the honest figure.
+  Audit B: seed 4242, drawn after those changes, excluding A's entries (it measured them, then led a second round).
+  Audit C: seed 9001, drawn after the second round, excluding A's and B's entries: the honest figure now.
+  A next audit: a new seed, --exclude every earlier audit, labelled before `score` is run.
 
-  python scripts/catalogue_audit.py draw --seed 4242 --exclude fixtures/catalogue/audit-A.jsonl > blind.jsonl
-  python scripts/catalogue_audit.py score fixtures/catalogue/audit-B.jsonl [--show]
+  python scripts/catalogue_audit.py draw --seed 9001 --exclude fixtures/catalogue/audit-A.jsonl \
+      --exclude fixtures/catalogue/audit-B.jsonl > blind.jsonl
+  python scripts/catalogue_audit.py score fixtures/catalogue/audit-C.jsonl [--show]
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from types import ModuleType
 
 HERE = Path(__file__).resolve().parent
 SPEC_N, REST_N = 60, 20
-SEED_A, SEED_B = 20261202, 4242
+SEEDS = {"A": 20261202, "B": 4242, "C": 9001}
 
 
 def _miner() -> ModuleType:

@@ -210,6 +210,7 @@ RULES: list[Rule] = [
     Rule("compile-cache", "none", r"compiling model again due to a load failure|cache (?:dir|directory)|"
                                   r"(?:load|sav)\w* .*compil\w* (?:graph|artifact)|hash\w* of the|compiled graph",
          kinds=_f("warning")),
+    Rule("interrupt", "none", kinds=_f("KeyboardInterrupt")),  # the process was told to stop
     Rule("ulimit", "none", r"ulimit"),
     Rule("abstract", "none", r"subclass\w* (?:should|must|need to) (?:implement|override)|"
                              r"(?:should|must) be implemented by|abstract method|not implemented in (?:the )?base"),
@@ -244,6 +245,11 @@ RULES: list[Rule] = [
          r"dynamic specul\w* decod\w*.{0,240}(?:disabl\w*|fall\w* back)", spec=True, kinds=LOG_KINDS,
          fix="Dynamic speculation (K per batch size) is off here: a fixed K costs more at high batch sizes; "
              "lower K or use a runner/parallelism that keeps it."),
+    Rule("spec-slow-path", "spec-overhead",
+         r"(?:optimi[sz]ation|fast[ -]path|fused \w+)s? (?:will be |is |are |gets )?(?:bypassed|skipped|disabled)|"
+         r"fall\w* back to (?:the )?(?:full|slow|unfused|naive|reference)\b", spec=True, kinds=LOG_KINDS,
+         fix="The drafting path lost an optimisation here: each draft step costs more; check the speedup against "
+             "plain decoding, or remove the setting that disables it."),
     Rule("spec-eager-drafter", "spec-overhead",
          r"(?:draft|propos|eagle|mtp)\w*.{0,80}(?:eager mode|without (?:cuda ?graphs|compil))", spec=True,
          kinds=LOG_KINDS,
@@ -263,7 +269,16 @@ RULES: list[Rule] = [
          areas=ASCEND_AREAS,
          fix="Check the graph mode the target and drafter run with on the NPU (ACL graph: compilation_config."
              "cudagraph_mode; torchair: additional_config torchair_graph_config); drop --enforce-eager unless needed."),
-    # CUDA graphs and their modes.
+    # CUDA graphs and their modes. A CUDA-graph setting that config validation rejects (a raise in config/args code)
+    # is a configuration vLLM refuses (taxonomy: config-unsupported-combo); what graphs do at run time (downgraded,
+    # disabled, capture failing) is cuda-graph.
+    Rule("cuda-graph-config", "config-unsupported-combo",
+         r"(?:cuda ?graph|cudagraph|capture_sizes|cuda_graph_sizes).{0,200}(?:mutually exclusive|must|should be|invalid|"
+         r"not (?:yet )?(?:supported|allowed)|cannot|requires?)|(?:mutually exclusive|must|invalid|cannot|requires?).{0,120}"
+         r"(?:cuda ?graph|cudagraph|capture_sizes|cuda_graph_sizes)",
+         kinds=EXC_KINDS, areas=CONFIG_AREAS,
+         fix="Change the CUDA-graph settings (compilation_config.cudagraph_mode, cudagraph_capture_sizes): this "
+             "release rejects the combination."),
     Rule("cuda-graph", "cuda-graph",
          r"cuda ?graph|cudagraph|graph capture|captur\w* (?:the )?graph|enforce[_ -]?eager|eager mode|"
          r"\bpiecewise\b|full_and_piecewise|full_decode_only|cudagraph_mode|cuda_graph_sizes|"
@@ -317,6 +332,9 @@ RULES: list[Rule] = [
     Rule("duplicate-setting", "config-deprecated", r"duplicate (?:keys?|arguments?|flags?|options?)\b",
          areas=CONFIG_AREAS,
          fix="Give each setting once: vLLM keeps one of the duplicates and ignores the other."),
+    Rule("dropped-setting", "config-deprecated", r"(?:will be|are|is|being|gets?) (?:silently )?(?:dropped|discarded)",
+         areas=CONFIG_AREAS,
+         fix="vLLM drops these settings: give them in the form this release takes (see `vllm serve --help`)."),
     Rule("argparse", "config-deprecated", kinds=_f("argparse", "ArgumentTypeError", "ArgumentError"),
          fix="Fix the command-line argument as the error says (see `vllm serve --help` for this release)."),
     # The plugin's software stack (CANN, torch_npu, triton-ascend) and the Ascend chips it runs on.
@@ -330,27 +348,29 @@ RULES: list[Rule] = [
     Rule("npu-platform", "env-platform",
          r"not (?:yet |currently )?supported (?:on|for|by) (?:the )?(?:this )?(?:npu|ascend|atlas|310p|a2|a3|soc|"
          r"device|platform|current)|\b310p\b|\bsoc\b|ascend ?(?:310|910)|atlas|only (?:supported|available) on|"
-         r"(?:npu|ascend) (?:does not|doesn't) support",
+         r"(?:npu|ascend) (?:does not|doesn't) support|(?:not|can ?not) support (?:the )?(?:soc[_ ]version|device type)",
          areas=ASCEND_AREAS, kinds=EXC_KINDS | LOG_KINDS,
          fix="The Ascend NPU (or this chip) limits this feature: turn the feature off or run it on a supported "
              "Atlas/Ascend device."),
     # Platform limits.
     Rule("platform", "env-platform",
          r"not (?:yet )?supported (?:on|for) (?:the )?(?:this )?(?:platform|cpu|rocm|tpu|xpu|hpu|neuron|windows|"
-         r"mac|apple|gaudi|current platform)|(?:cpu|rocm|tpu|xpu|hpu|neuron)\w* (?:backend |platform )?"
+         r"mac|apple|gaudi|current platform)|\b(?:cpu|rocm|tpu|xpu|hpu|neuron)\w* (?:backend |platform )?"
          r"(?:does not|doesn't|only)|compute capability|triton is not installed|requires triton|"
          r"triton.{0,20}not (?:available|found|installed)|\bwsl\b|nvml|cuda is not available|"
          r"device capability|no (?:cuda|gpu)s? (?:device|available|found)|"
          r"requires? (?:an? )?(?:sm ?_?\d{2,3}\w*|hopper|blackwell|ampere|ada|volta|turing)\b|"
          r"\bsm ?_?(?:[789]\d|1[0-2]\d)x?\b|(?:on|for) this (?:device|gpu|hardware)|"
          r"(?:disabled|not supported) on (?:blackwell|hopper|ampere|ada|volta|turing)|"
-         r"(?:not fully|partially) supported (?:on|by) (?:rocm|xpu|tpu|hpu|cpu|neuron)|infer (?:the )?device type|"
+         r"(?:not fully|partially) supported (?:on|by) (?:rocm|xpu|tpu|hpu|cpu|neuron)\b|infer (?:the )?device type|"
+         r"\b(?:uva|unified virtual address\w*|pinned memory|p2p|peer[- ]to[- ]peer)\b.{0,30}(?:not available|unavailable|"
+         r"not supported)|"
          r"only (?:available|supported) on (?:rocm|cuda|xpu|tpu|hpu|cpu|nvidia|amd|intel)\b",
          fix="The platform limits this feature; run on a supported GPU/OS or turn the feature off."),
     # What platform code (platforms/*, a CPU/XPU/TPU/HPU/Neuron worker or executor) refuses is that platform's limit.
     Rule("platform-code", "env-platform",
          r"not (?:yet |currently )?(?:be )?(?:supported|implemented|available)|(?:does not|doesn't|do not) (?:yet )?"
-         r"support|only supports?|unsupported|partially supported|not fully supported",
+         r"support|only supports?|unsupported|partially supported|not fully supported|\bnot support\b",
          areas=_f("platform", "platform-worker"), kinds=EXC_KINDS | LOG_KINDS,
          fix="The platform limits this feature; run on a supported GPU/OS or turn the feature off."),
     # Versions of vLLM and its dependencies.
@@ -360,7 +380,7 @@ RULES: list[Rule] = [
          r"version|torch|transformers|flashinfer)|(?:torch|transformers|flashinfer|cuda|triton)\s*(?:version|>=|<)|needs torch|"
          r"is not installed|failed to import|cannot import|no module named|undefined symbol|"
          r"built (?:with|for|against)|please install|pip install|to be installed|install (?:a|an|the|it)\b|"
-         r"build that includes|requires? an? [\w-]+ build|has no kernel|no kernel (?:for|available|found)|"
+         r"build that includes|requires? an? [\w-]+ build\b|has no kernel|no kernel (?:for|available|found)|"
          r"kernels? (?:is |are )?not (?:available|found|compiled|built)|not compiled (?:with|for)|"
          r"backend is (?:not |un)available|(?:is|are) (?:not |un)available in the current|ensure .{0,40}\binstalled|"
          r"\b(?:ray|flashinfer|xformers|flash[_-]?attn|deep_?gemm|arctic[_-]inference|nixl|lmcache)\b (?:package |"
@@ -430,6 +450,11 @@ RULES: list[Rule] = [
          r"\b(?:tensors?|buffers?)\b.{0,40}(?:must|expected)|(?:source|destination) must)",
          kinds=EXC_KINDS, areas=INTERNAL_AREAS,
          fix="An internal check failed in vLLM: upgrade, or report it with the traceback."),
+    # A feature this release has not implemented ("M-RoPE support is not implemented"): the release lacks it.
+    Rule("feature-not-implemented", "env-version",
+         r"\bsupport (?:is |has )?not (?:yet )?(?:been )?implemented|\bis not (?:yet )?implemented yet\b",
+         kinds=EXC_KINDS,
+         fix="This release does not implement it: upgrade vLLM or choose another method/backend."),
     # Combinations vLLM rejects or mishandles (phrases that name a combination).
     Rule("combo", "config-unsupported-combo",
          r"not (?:yet |currently )?supported|unsupported|isn't supported|not (?:yet |currently )?compatible|isn'?t compatible|"
@@ -440,7 +465,8 @@ RULES: list[Rule] = [
          r"(?:use|using|consider) a different (?:attention )?backend|is enabled,? but .{0,80}(?:does not|doesn't|not) |"
          r"mutually exclusive|conflict|won'?t (?:currently )?work|will not work|does not work|doesn't work|"
          r"only .{1,40} (?:is|are) supported|(?:enabled|used) (?:simultaneously|together) only|has no support|"
-         r"not work with|not allowed (?:with|when|for)",
+         r"not work with|not allowed (?:with|when|for)|\bnot support\b|"
+         r"(?:cannot|can't|can not) [\w-]+ .{0,80}\bwhen .{0,60}\b(?:is|are) (?:enabled|set|used|on)\b",
           fix="Change the configuration: this combination is rejected or unsupported in this release."),
     Rule("use-instead", "config-deprecated", r"please use .{1,60} instead|use `?-?-[\w.-]+`? instead",
          fix="Use the setting's current name/form for the installed release (see `vllm serve --help`)."),
