@@ -1410,17 +1410,25 @@ def _counts(entries: list[dict]) -> dict[str, Any]:
             "per_category": dict(sorted(cats.items(), key=lambda kv: -kv[1]))}
 
 
+def _areas(project: Project) -> dict[str, str]:
+    """The areas (name -> path pattern) of one project's files, as the header lists them."""
+    return {a: rx.pattern for a, rx in AREAS if rx.pattern.startswith(f"^{project.package}/")}
+
+
 def recategorize(data: dict) -> dict:
     """The catalogue with RULES applied again to every stored entry, without mining the source: categories,
-    rules, if_spec and each project's header rules and counts follow the current RULES; all else is kept."""
+    rules, if_spec and each project's header rules, areas and counts follow the current RULES; all else is kept."""
     entries = [recategorize_entry(e) for e in data["entries"]]
     header = dict(data["header"])
     rules = {r.name: {"category": r.category, "fix": r.fix} for r in RULES}
     header["rules"] = rules
+    header["areas"] = _areas(VLLM)
     header["counts"] = _counts([e for e in entries if e.get("project", VLLM.name) == VLLM.name])
     projects = {}
     for name, h in (header.get("projects") or {}).items():
         projects[name] = {**h, "rules": rules, "counts": _counts([e for e in entries if e.get("project") == name])}
+        if name in PROJECTS:
+            projects[name]["areas"] = _areas(PROJECTS[name])
     if projects:
         header["projects"] = projects
     header["recategorized_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -1482,7 +1490,7 @@ def build(versions: list[str], aggs: dict[str, Agg], source_kind: str, origin: s
         "releases": versions,
         "first_release": versions[0] if versions else None,
         "newest_release": versions[-1] if versions else None,
-        "areas": {a: rx.pattern for a, rx in AREAS if rx.pattern.startswith(f"^{project.package}/")},
+        "areas": _areas(project),
         **({"area_roles": {a: r for a, r in AREA_ROLE.items()}} if project is not VLLM else {}),
         "spec_words": SPEC,
         "rules": {r.name: {"category": r.category, "fix": r.fix} for r in RULES},
