@@ -22,6 +22,10 @@ PEP 691) and checks each file's sha256 against the index.
   python scripts/mine_catalogue.py --download /work/cache/vllm-sdists          # once, or to add new releases
   python scripts/mine_catalogue.py --sdists /work/cache/vllm-sdists [--check-index]
   python scripts/mine_catalogue.py --git /path/to/vllm.git
+  python scripts/mine_catalogue.py --recategorize        # RULES again over the stored entries, no source needed
+
+--recategorize reads each stored entry's template (its `text` when the template was cut), kind and newest source
+path (its area, as mining derives it) and applies RULES as mining does; nothing else changes.
 
 A platform plugin released on its own is mined the same way into the same file (`--project vllm-ascend`: vLLM's
 Ascend NPU plugin, package vllm_ascend/, areas ascend-* in AREAS, each playing a vLLM area's part for the rules;
@@ -94,7 +98,9 @@ AREAS: list[tuple[str, re.Pattern[str]]] = [(a, re.compile(p)) for a, p in [
                r"|^vllm/logging_utils/"),
     ("platform", r"^vllm/platforms/"),
     ("attention", r"^vllm/(?:v1/)?attention/(?:backends/|selector\.py$|layer\.py$)|^vllm/attention/selector\.py$"),
-    ("sampling", r"^vllm/v1/sample/|^vllm/sampling_params\.py$|^vllm/model_executor/layers/sampler\.py$"),
+    # A request's own parameters (SamplingParams validates what each request asks for).
+    ("request", r"^vllm/sampling_params\.py$"),
+    ("sampling", r"^vllm/v1/sample/|^vllm/model_executor/layers/sampler\.py$"),
     ("quantization", r"^vllm/model_executor/layers/quantization/"),
     ("model-loader", r"^vllm/model_executor/model_loader/|^vllm/model_executor/models/(?:utils|registry)\.py$"
                      r"|^vllm/transformers_utils/(?:config|tokenizer)\w*\.py$"),
@@ -204,6 +210,7 @@ RULES: list[Rule] = [
     Rule("compile-cache", "none", r"compiling model again due to a load failure|cache (?:dir|directory)|"
                                   r"(?:load|sav)\w* .*compil\w* (?:graph|artifact)|hash\w* of the|compiled graph",
          kinds=_f("warning")),
+    Rule("interrupt", "none", kinds=_f("KeyboardInterrupt")),  # the process was told to stop
     Rule("ulimit", "none", r"ulimit"),
     Rule("abstract", "none", r"subclass\w* (?:should|must|need to) (?:implement|override)|"
                              r"(?:should|must) be implemented by|abstract method|not implemented in (?:the )?base"),
@@ -238,10 +245,23 @@ RULES: list[Rule] = [
          r"dynamic specul\w* decod\w*.{0,240}(?:disabl\w*|fall\w* back)", spec=True, kinds=LOG_KINDS,
          fix="Dynamic speculation (K per batch size) is off here: a fixed K costs more at high batch sizes; "
              "lower K or use a runner/parallelism that keeps it."),
+    Rule("spec-slow-path", "spec-overhead",
+         r"(?:optimi[sz]ation|fast[ -]path|fused \w+)s? (?:will be |is |are |gets )?(?:bypassed|skipped|disabled)|"
+         r"fall\w* back to (?:the )?(?:full|slow|unfused|naive|reference)\b", spec=True, kinds=LOG_KINDS,
+         fix="The drafting path lost an optimisation here: each draft step costs more; check the speedup against "
+             "plain decoding, or remove the setting that disables it."),
     Rule("spec-eager-drafter", "spec-overhead",
          r"(?:draft|propos|eagle|mtp)\w*.{0,80}(?:eager mode|without (?:cuda ?graphs|compil))", spec=True,
          kinds=LOG_KINDS,
          fix="The drafter runs eagerly: each draft step pays full launch overhead; enable its CUDA graphs."),
+    # The message itself says vLLM got here by its own fault ("should not happen", "should be handled in ...",
+    # "this indicates a bug"): an engine bug whatever the subject, unless it hands the user a setting to change.
+    # ("Please open an issue" alone is not one: vLLM says it after "not implemented yet" too.)
+    Rule("says-bug", "engine-bug",
+         rf"(?s)^(?!.*{SETTING}).*(?:should (?:not|never) (?:happen|be reached)|should (?:have been|be) handled (?:in|by)|"
+         r"(?:this|it) (?:indicates|is (?:likely )?|means) a bug|\bunreachable\b|something (?:is|went) wrong)",
+         kinds=EXC_KINDS | ERROR_LOGS,
+         fix="vLLM says it reached a state it should not: upgrade, or report it with the traceback."),
     # The plugin's graph modes (ACL graph, the torchair graph, npugraph_ex): Ascend's CUDA graphs.
     Rule("npu-graph", "cuda-graph",
          r"acl ?graph|aclgraph|npu ?graph|npugraph|torchair|graph[ _]mode|graph capture|captur\w* (?:the )?graph|"
@@ -249,10 +269,20 @@ RULES: list[Rule] = [
          areas=ASCEND_AREAS,
          fix="Check the graph mode the target and drafter run with on the NPU (ACL graph: compilation_config."
              "cudagraph_mode; torchair: additional_config torchair_graph_config); drop --enforce-eager unless needed."),
-    # CUDA graphs and their modes.
+    # CUDA graphs and their modes. A CUDA-graph setting that config validation rejects (a raise in config/args code)
+    # is a configuration vLLM refuses (taxonomy: config-unsupported-combo); what graphs do at run time (downgraded,
+    # disabled, capture failing) is cuda-graph.
+    Rule("cuda-graph-config", "config-unsupported-combo",
+         r"(?:cuda ?graph|cudagraph|capture_sizes|cuda_graph_sizes).{0,200}(?:mutually exclusive|must|should be|invalid|"
+         r"not (?:yet )?(?:supported|allowed)|cannot|requires?)|(?:mutually exclusive|must|invalid|cannot|requires?).{0,120}"
+         r"(?:cuda ?graph|cudagraph|capture_sizes|cuda_graph_sizes)",
+         kinds=EXC_KINDS, areas=CONFIG_AREAS,
+         fix="Change the CUDA-graph settings (compilation_config.cudagraph_mode, cudagraph_capture_sizes): this "
+             "release rejects the combination."),
     Rule("cuda-graph", "cuda-graph",
          r"cuda ?graph|cudagraph|graph capture|captur\w* (?:the )?graph|enforce[_ -]?eager|eager mode|"
-         r"\bpiecewise\b|full_and_piecewise|full_decode_only|cudagraph_mode|cuda_graph_sizes",
+         r"\bpiecewise\b|full_and_piecewise|full_decode_only|cudagraph_mode|cuda_graph_sizes|"
+         r"\bgraphs? (?:has |have |is |was |were )?(?:already |not (?:yet )?)?captured",
          fix="Check the CUDA-graph mode the target and drafter run with (compilation_config.cudagraph_mode); "
              "drop --enforce-eager unless it is needed."),
     # Memory: the KV cache under load first (a preemption warning also names gpu_memory_utilization).
@@ -260,7 +290,8 @@ RULES: list[Rule] = [
          r"preempt|kv cache (?:is )?full|no free (?:kv )?blocks|out of (?:kv )?blocks|"
          r"not enough (?:kv[- ]cache )?(?:free )?blocks|cannot (?:be )?allocat\w* .*block|swapp?\w* out|"
          r"insufficient kv (?:space|cache|slots)|only \{\} kv blocks|kv blocks are available|"
-         r"exceeds the capacity of (?:the )?block_?manager",
+         r"exceeds the capacity of (?:the )?block_?manager|lack of (?:cpu )?swap space|"
+         r"(?:out of|insufficient|not enough) (?:cpu )?swap\b",
          fix="KV cache too small for the load: more KV memory, fewer concurrent sequences, or a shorter K."),
     Rule("oom", "oom",
          r"out of memory|\boom\b|not enough (?:gpu |device )?memory|insufficient (?:gpu )?memory|"
@@ -282,7 +313,8 @@ RULES: list[Rule] = [
          r"vocab\w*[ _]size.{0,80}(?:match|differ|same|equal)|same vocab|vocab\w* (?:mismatch|intersection)|"
          r"(?:match|differ\w*|mismatch\w*) .{0,40}vocab|tokenizers? .{0,40}(?:match|differ|mismatch|same)|"
          r"\bd2t\b|\bt2d\b|draft_id_to_target_id|different vocab|vocab(?:ulary)?[ _]?mapping|out-of-intersection|"
-         r"draft_vocab_size.{0,40}target_vocab_size",
+         r"draft_vocab_size.{0,40}target_vocab_size|"
+         r"\bvocab\w*[ _](?:dim|size)\w*\b.{0,80}(?:narrower|wider|smaller|larger) than (?:the )?(?:sampled|target|draft)",
          fix="Draft and target must share the tokenizer and vocab_size (mind padded vocab sizes)."),
     # Quantization.
     Rule("quantization", "quantization",
@@ -296,6 +328,13 @@ RULES: list[Rule] = [
          r"will be ignored|has no effect|ignoring (?:the )?(?:argument|option|flag|key)|unrecognized argument|"
          r"unknown (?:argument|option|cli)",
          fix="Use the setting's current name/form for the installed release (see `vllm serve --help`)."),
+    # A key given twice in the configuration or on the command line: one of them is ignored.
+    Rule("duplicate-setting", "config-deprecated", r"duplicate (?:keys?|arguments?|flags?|options?)\b",
+         areas=CONFIG_AREAS,
+         fix="Give each setting once: vLLM keeps one of the duplicates and ignores the other."),
+    Rule("dropped-setting", "config-deprecated", r"(?:will be|are|is|being|gets?) (?:silently )?(?:dropped|discarded)",
+         areas=CONFIG_AREAS,
+         fix="vLLM drops these settings: give them in the form this release takes (see `vllm serve --help`)."),
     Rule("argparse", "config-deprecated", kinds=_f("argparse", "ArgumentTypeError", "ArgumentError"),
          fix="Fix the command-line argument as the error says (see `vllm serve --help` for this release)."),
     # The plugin's software stack (CANN, torch_npu, triton-ascend) and the Ascend chips it runs on.
@@ -309,27 +348,29 @@ RULES: list[Rule] = [
     Rule("npu-platform", "env-platform",
          r"not (?:yet |currently )?supported (?:on|for|by) (?:the )?(?:this )?(?:npu|ascend|atlas|310p|a2|a3|soc|"
          r"device|platform|current)|\b310p\b|\bsoc\b|ascend ?(?:310|910)|atlas|only (?:supported|available) on|"
-         r"(?:npu|ascend) (?:does not|doesn't) support",
+         r"(?:npu|ascend) (?:does not|doesn't) support|(?:not|can ?not) support (?:the )?(?:soc[_ ]version|device type)",
          areas=ASCEND_AREAS, kinds=EXC_KINDS | LOG_KINDS,
          fix="The Ascend NPU (or this chip) limits this feature: turn the feature off or run it on a supported "
              "Atlas/Ascend device."),
     # Platform limits.
     Rule("platform", "env-platform",
          r"not (?:yet )?supported (?:on|for) (?:the )?(?:this )?(?:platform|cpu|rocm|tpu|xpu|hpu|neuron|windows|"
-         r"mac|apple|gaudi|current platform)|(?:cpu|rocm|tpu|xpu|hpu|neuron)\w* (?:backend |platform )?"
+         r"mac|apple|gaudi|current platform)|\b(?:cpu|rocm|tpu|xpu|hpu|neuron)\w* (?:backend |platform )?"
          r"(?:does not|doesn't|only)|compute capability|triton is not installed|requires triton|"
          r"triton.{0,20}not (?:available|found|installed)|\bwsl\b|nvml|cuda is not available|"
          r"device capability|no (?:cuda|gpu)s? (?:device|available|found)|"
          r"requires? (?:an? )?(?:sm ?_?\d{2,3}\w*|hopper|blackwell|ampere|ada|volta|turing)\b|"
          r"\bsm ?_?(?:[789]\d|1[0-2]\d)x?\b|(?:on|for) this (?:device|gpu|hardware)|"
          r"(?:disabled|not supported) on (?:blackwell|hopper|ampere|ada|volta|turing)|"
-         r"(?:not fully|partially) supported (?:on|by) (?:rocm|xpu|tpu|hpu|cpu|neuron)|infer (?:the )?device type|"
+         r"(?:not fully|partially) supported (?:on|by) (?:rocm|xpu|tpu|hpu|cpu|neuron)\b|infer (?:the )?device type|"
+         r"\b(?:uva|unified virtual address\w*|pinned memory|p2p|peer[- ]to[- ]peer)\b.{0,30}(?:not available|unavailable|"
+         r"not supported)|"
          r"only (?:available|supported) on (?:rocm|cuda|xpu|tpu|hpu|cpu|nvidia|amd|intel)\b",
          fix="The platform limits this feature; run on a supported GPU/OS or turn the feature off."),
     # What platform code (platforms/*, a CPU/XPU/TPU/HPU/Neuron worker or executor) refuses is that platform's limit.
     Rule("platform-code", "env-platform",
          r"not (?:yet |currently )?(?:be )?(?:supported|implemented|available)|(?:does not|doesn't|do not) (?:yet )?"
-         r"support|only supports?|unsupported|partially supported|not fully supported",
+         r"support|only supports?|unsupported|partially supported|not fully supported|\bnot support\b",
          areas=_f("platform", "platform-worker"), kinds=EXC_KINDS | LOG_KINDS,
          fix="The platform limits this feature; run on a supported GPU/OS or turn the feature off."),
     # Versions of vLLM and its dependencies.
@@ -339,9 +380,11 @@ RULES: list[Rule] = [
          r"version|torch|transformers|flashinfer)|(?:torch|transformers|flashinfer|cuda|triton)\s*(?:version|>=|<)|needs torch|"
          r"is not installed|failed to import|cannot import|no module named|undefined symbol|"
          r"built (?:with|for|against)|please install|pip install|to be installed|install (?:a|an|the|it)\b|"
-         r"build that includes|requires? an? [\w-]+ build|has no kernel|no kernel (?:for|available|found)|"
+         r"build that includes|requires? an? [\w-]+ build\b|has no kernel|no kernel (?:for|available|found)|"
          r"kernels? (?:is |are )?not (?:available|found|compiled|built)|not compiled (?:with|for)|"
-         r"backend is (?:not |un)available|(?:is|are) (?:not |un)available in the current|ensure .{0,40}\binstalled",
+         r"backend is (?:not |un)available|(?:is|are) (?:not |un)available in the current|ensure .{0,40}\binstalled|"
+         r"\b(?:ray|flashinfer|xformers|flash[_-]?attn|deep_?gemm|arctic[_-]inference|nixl|lmcache)\b (?:package |"
+         r"library )?(?:is|are) (?:required|needed)",
          fix="Install versions that support this (vLLM, torch, CUDA, transformers, flashinfer)."),
     # Speculation configured but not running.
     Rule("spec-inactive", "spec-inactive",
@@ -380,6 +423,38 @@ RULES: list[Rule] = [
          spec=True, kinds=LOG_KINDS,
          fix="This drafter has one layer; each extra speculative token reruns it. Keep num_speculative_tokens low "
              "(1-2) unless the per-position acceptance says more pays."),
+    # A warning that a setting may lower the draft's acceptance.
+    Rule("acceptance-warn", "low-acceptance",
+         r"(?:affect|lower|reduc|hurt|degrad|drop)\w*\s.{0,40}acceptance|acceptance (?:rates? )?(?:may|will|can|could) "
+         r"(?:drop|fall|be lower|suffer|degrade)", spec=True, kinds=LOG_KINDS | _f("UserWarning"),
+         fix="This setting may lower acceptance: compare the per-position acceptance with and without it."),
+    # What the quantization layer refuses (a scheme, a group size, a shape, a MoE/EPLB path it lacks) is a limit of
+    # the quantization method, not of the deployment's other settings: unless an earlier rule said platform or version.
+    Rule("quantization-area", "quantization", kinds=EXC_KINDS | ERROR_LOGS, areas=_f("quantization"),
+         fix="The quantization method or its kernel does not support this layer/shape/GPU: check the method "
+             "and its requirements for this release."),
+    # A request's own parameters refused (SamplingParams, or vLLM's request validation error): about that request,
+    # not the deployment.
+    Rule("request-params", "none", kinds=_f("VLLMValidationError", ANY_EXC, "warning"), areas=_f("request")),
+    Rule("request-validation", "none", rf"(?s)^(?!.*{SETTING})", kinds=_f("VLLMValidationError")),
+    # A speculation model class rejecting the draft checkpoint's weights (shapes, shards): the checkpoint does not
+    # fit the method.
+    Rule("spec-checkpoint-weights", "config-unsupported-combo", r"\bweights?\b|checkpoint", kinds=EXC_KINDS,
+         areas=_f("spec-model"),
+         fix="The draft checkpoint's weights do not fit this method: use a checkpoint made for this method, "
+             "target and release."),
+    # Tensor shapes, dtypes and layouts vLLM's machinery checks between its own pieces: an engine bug, unless the
+    # text hands the user a setting to change.
+    Rule("internal-shape", "engine-bug",
+         rf"(?s)^(?!.*{SETTING}).*(?:\bshapes?\b|\bgeometry\b|must have the same (?:length|shape|size|dtype|number)|"
+         r"\b(?:tensors?|buffers?)\b.{0,40}(?:must|expected)|(?:source|destination) must)",
+         kinds=EXC_KINDS, areas=INTERNAL_AREAS,
+         fix="An internal check failed in vLLM: upgrade, or report it with the traceback."),
+    # A feature this release has not implemented ("M-RoPE support is not implemented"): the release lacks it.
+    Rule("feature-not-implemented", "env-version",
+         r"\bsupport (?:is |has )?not (?:yet )?(?:been )?implemented|\bis not (?:yet )?implemented yet\b",
+         kinds=EXC_KINDS,
+         fix="This release does not implement it: upgrade vLLM or choose another method/backend."),
     # Combinations vLLM rejects or mishandles (phrases that name a combination).
     Rule("combo", "config-unsupported-combo",
          r"not (?:yet |currently )?supported|unsupported|isn't supported|not (?:yet |currently )?compatible|isn'?t compatible|"
@@ -390,7 +465,8 @@ RULES: list[Rule] = [
          r"(?:use|using|consider) a different (?:attention )?backend|is enabled,? but .{0,80}(?:does not|doesn't|not) |"
          r"mutually exclusive|conflict|won'?t (?:currently )?work|will not work|does not work|doesn't work|"
          r"only .{1,40} (?:is|are) supported|(?:enabled|used) (?:simultaneously|together) only|has no support|"
-         r"not work with|not allowed (?:with|when|for)",
+         r"not work with|not allowed (?:with|when|for)|\bnot support\b|"
+         r"(?:cannot|can't|can not) [\w-]+ .{0,80}\bwhen .{0,60}\b(?:is|are) (?:enabled|set|used|on)\b",
           fix="Change the configuration: this combination is rejected or unsupported in this release."),
     Rule("use-instead", "config-deprecated", r"please use .{1,60} instead|use `?-?-[\w.-]+`? instead",
          fix="Use the setting's current name/form for the installed release (see `vllm serve --help`)."),
@@ -1251,6 +1327,114 @@ def compat_matrix(source: Source, versions: list[str], project: Project) -> dict
     return dict(sorted(out.items(), key=lambda kv: vkey(kv[0])))
 
 
+def classify(e: dict, literal: str, holes: str, area: str, spec: bool | None = None) -> dict:
+    """Set an entry's category, rule, spec_related and if_spec from its message text (holes as '{}'), the names
+    in its holes, its kind and the area it is raised in, by RULES; `spec` overrides the test for speculation."""
+    if spec is None:
+        spec = spec_related(literal, holes, area)
+    category, _, rule = categorise(literal, e["kind"], area, spec)
+    e["category"] = category
+    for k in ("rule", "spec_related", "if_spec"):
+        e.pop(k, None)
+    if rule:
+        e["rule"] = rule  # its fix is in the header's "rules"
+    if spec:
+        e["spec_related"] = True
+    if not spec and holes:
+        # The same text with speculation in its holes ("Model Runner V2 does not yet support {features};
+        # using the V1 model runner instead"): the loader applies this category when the rendered line says so.
+        s_cat, _, s_rule = categorise(literal.replace("{}", "speculative decoding"), e["kind"], area, True)
+        if s_cat != category:
+            e["if_spec"] = {"category": s_cat, "rule": s_rule}
+    return e
+
+
+TEMPLATE_HOLE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
+
+
+def stored_text(e: dict) -> tuple[str, str]:
+    """(literal text with holes as '{}', the holes' names) of a stored entry, as mining had them: from its full
+    `text` when the template was cut, else from the template (a cut template without `text`, from a catalogue
+    mined before `text` was stored, gives what is left of it)."""
+    literal: list[str] = []
+    holes: list[str] = []
+    t = e.get("text") or e["template"]
+    pos = 0
+    for m in TEMPLATE_HOLE.finditer(t):
+        literal.append(t[pos:m.start()])
+        if m.group(0) in ("{{", "}}"):
+            literal.append(m.group(0)[0])
+        else:
+            literal.append("{}")
+            holes.append(m.group(1))
+        pos = m.end()
+    literal.append(t[pos:])
+    return "".join(literal), " ".join(holes)
+
+
+def entry_path(e: dict) -> str:
+    """The file the entry is categorised by: its newest source (sources are newest first)."""
+    return e["sources"][0].split("@", 1)[0]
+
+
+def entry_area(e: dict) -> str:
+    return area_of(entry_path(e)) or ""
+
+
+def recategorize_entry(e: dict) -> dict:
+    """One stored entry with RULES applied again (a copy; the message, its sources and releases are kept)."""
+    literal, holes = stored_text(e)
+    area = entry_area(e)
+    spec = spec_related(literal, holes, area)
+    if e["template"].endswith("…") and "text" not in e:
+        spec = spec or bool(e.get("spec_related"))  # text past the cut may have named speculation
+    return ordered(classify(dict(e), literal, holes, area, spec))
+
+
+ENTRY_KEYS = ("template", "regex", "gate", "kind", "first_version", "last_version", "sources", "category", "text",
+              "project", "rule", "kinds", "spec_related", "if_spec", "ranges")
+
+
+def ordered(e: dict) -> dict:
+    """An entry's keys in the file's order (so a recategorized file differs from its source only where a category
+    did)."""
+    rank = {k: i for i, k in enumerate(ENTRY_KEYS)}
+    return dict(sorted(e.items(), key=lambda kv: rank.get(kv[0], len(rank))))
+
+
+def _counts(entries: list[dict]) -> dict[str, Any]:
+    cats: dict[str, int] = {}
+    for e in entries:
+        cats[e["category"]] = cats.get(e["category"], 0) + 1
+    return {"entries": len(entries), "spec_related": sum(bool(e.get("spec_related")) for e in entries),
+            "per_category": dict(sorted(cats.items(), key=lambda kv: -kv[1]))}
+
+
+def _areas(project: Project) -> dict[str, str]:
+    """The areas (name -> path pattern) of one project's files, as the header lists them."""
+    return {a: rx.pattern for a, rx in AREAS if rx.pattern.startswith(f"^{project.package}/")}
+
+
+def recategorize(data: dict) -> dict:
+    """The catalogue with RULES applied again to every stored entry, without mining the source: categories,
+    rules, if_spec and each project's header rules, areas and counts follow the current RULES; all else is kept."""
+    entries = [recategorize_entry(e) for e in data["entries"]]
+    header = dict(data["header"])
+    rules = {r.name: {"category": r.category, "fix": r.fix} for r in RULES}
+    header["rules"] = rules
+    header["areas"] = _areas(VLLM)
+    header["counts"] = _counts([e for e in entries if e.get("project", VLLM.name) == VLLM.name])
+    projects = {}
+    for name, h in (header.get("projects") or {}).items():
+        projects[name] = {**h, "rules": rules, "counts": _counts([e for e in entries if e.get("project") == name])}
+        if name in PROJECTS:
+            projects[name]["areas"] = _areas(PROJECTS[name])
+    if projects:
+        header["projects"] = projects
+    header["recategorized_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return {"header": header, "entries": entries}
+
+
 def build(versions: list[str], aggs: dict[str, Agg], source_kind: str, origin: str,
           index: list[str] | None = None, project: Project = VLLM) -> dict:
     entries = []
@@ -1262,37 +1446,24 @@ def build(versions: list[str], aggs: dict[str, Agg], source_kind: str, origin: s
         # The newest site first; categorise by it.
         sites = sorted(a.sites.items(), key=lambda kv: (vkey(kv[1][0][1:]), kv[0]), reverse=True)
         path = sites[0][0]
-        area = area_of(path) or ""
         literal = "".join(p if isinstance(p, str) else "{}" for p in a.pieces)
         holes = " ".join(p.name for p in a.pieces if isinstance(p, Hole))
-        spec = spec_related(literal, holes, area)
-        category, _, rule = categorise(literal, kind, area, spec)
         shown = template if len(template) <= TEMPLATE_CHARS else template[:TEMPLATE_CHARS - 1] + "…"
         e: dict = {"template": shown, "regex": rx, "gate": gate, "kind": kind,
                    "first_version": a.versions[0], "last_version": a.versions[-1],
-                   "sources": [f"{p}@{tag}:{ln}" for p, (tag, ln) in sites[:2]], "category": category}
+                   "sources": [f"{p}@{tag}:{ln}" for p, (tag, ln) in sites[:2]], "category": ""}
+        if shown != template:
+            e["text"] = template  # what the rules read (the template is cut); --recategorize reads it again
         if project is not VLLM:
             e["project"] = project.name  # its versions are the plugin's releases, not vLLM's
-        if rule:
-            e["rule"] = rule  # its fix is in the header's "rules"
         if len(a.kinds) > 1:
             e["kinds"] = sorted(a.kinds)
-        if spec:
-            e["spec_related"] = True
-        if not spec and holes:
-            # The same text with speculation in its holes ("Model Runner V2 does not yet support {features};
-            # using the V1 model runner instead"): the loader applies this category when the rendered line says so.
-            s_cat, _, s_rule = categorise(literal.replace("{}", "speculative decoding"), kind, area, True)
-            if s_cat != category:
-                e["if_spec"] = {"category": s_cat, "rule": s_rule}
+        classify(e, literal, holes, area_of(path) or "")
         rs = ranges(a.versions, versions)
         if len(rs) > 1:
             e["ranges"] = rs
-        entries.append(e)
+        entries.append(ordered(e))
     entries.sort(key=lambda e: (e["sources"][0], e["template"]))
-    cats: dict[str, int] = {}
-    for e in entries:
-        cats[e["category"]] = cats.get(e["category"], 0) + 1
     whose = "vLLM's" if project is VLLM else f"{project.name}'s (the {project.package} package)"
     header: dict[str, Any] = {
         "about": f"{whose} message catalogue: exception texts and warning/error log messages mined from "
@@ -1311,6 +1482,7 @@ def build(versions: list[str], aggs: dict[str, Agg], source_kind: str, origin: s
                    "kinds": "every kind the message had across releases, when more than one",
                    "first_version/last_version": "the first and last release that has the message",
                    "ranges": "runs of releases that have it, when it was absent in between",
+                   "text": "the whole template, when `template` is cut (the rules read it)",
                    "sources": "path@tag:line, newest first (at most two files)",
                    "spec_related": "true when the message or its module is about speculation (absent: false)",
                    "category/rule": "taxonomy category and the RULES entry that gave it (its fix: header.rules)",
@@ -1318,12 +1490,11 @@ def build(versions: list[str], aggs: dict[str, Agg], source_kind: str, origin: s
         "releases": versions,
         "first_release": versions[0] if versions else None,
         "newest_release": versions[-1] if versions else None,
-        "areas": {a: rx.pattern for a, rx in AREAS if rx.pattern.startswith(f"^{project.package}/")},
+        "areas": _areas(project),
         **({"area_roles": {a: r for a, r in AREA_ROLE.items()}} if project is not VLLM else {}),
         "spec_words": SPEC,
         "rules": {r.name: {"category": r.category, "fix": r.fix} for r in RULES},
-        "counts": {"entries": len(entries), "spec_related": sum(bool(e.get("spec_related")) for e in entries),
-                   "per_category": dict(sorted(cats.items(), key=lambda kv: -kv[1]))},
+        "counts": _counts(entries),
     }
     if index:
         header["index_releases"] = [v for v in index if vkey(v) >= vkey(versions[0] if versions else
@@ -1372,7 +1543,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-version")
     ap.add_argument("--check-index", action="store_true",
                     help="record the index's release list (pip index versions NAME) and report missing ones")
+    ap.add_argument("--recategorize", action="store_true",
+                    help="apply RULES again to the entries of --out (every project's), without mining the source")
     args = ap.parse_args(argv)
+    if args.recategorize:
+        out = Path(args.out)
+        try:
+            data = recategorize(json.loads(out.read_text("utf-8")))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"cannot recategorize {out}: {exc}", file=sys.stderr)
+            return 2
+        write(data, out)
+        print(f"recategorized {len(data['entries'])} entries -> {out}", file=sys.stderr)
+        return 0
     project = PROJECTS[args.project]
     min_version = args.min_version or project.min_version
     if args.download:
