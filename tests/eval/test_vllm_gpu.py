@@ -24,6 +24,11 @@ MODELS = ROOT / "models"
 # server (README: the eager pair is listed too).
 SPEC = {"dm-k5-decay": "base", "dm-k5-high": "base", "dm-k3-mid": "base", "ngram-k3": "base",
         "ngramgpu-k3": "base", "eager-dm-k5": "base"}
+# EAGLE-3 and MTP, recorded 2026-12-02 (README "Newer methods"): each against the plain server of its target
+# recorded in the same session, with the class of its planted per-position curve.
+NEWER = {"eagle3-k3-high": ("base-s2", "high"), "eagle3-k3-poor": ("base-s2", "poor"),
+         "mimo-mtp-k1": ("mimo-base", "high")}
+BASELINE = {**SPEC, **{n: b for n, (b, _) in NEWER.items()}}
 
 
 def _manifest(name: str) -> dict:
@@ -48,16 +53,17 @@ def phase_inputs(tmp_path: Path, name: str, c: int, **kw) -> Inputs:
 
 
 def measured_ratio(name: str, c: int) -> float:
-    return _phase(name, c)["tok_per_s"] / _phase(SPEC[name], c)["tok_per_s"]
+    return _phase(name, c)["tok_per_s"] / _phase(BASELINE[name], c)["tok_per_s"]
 
 
 PHASES = [(n, c) for n in SPEC for c in (2, 64)]
+NEWER_PHASES = [(n, c) for n in NEWER for c in (2, 64)]
 
 
 @pytest.fixture(scope="module")
 def diagnosed(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("phases")
-    return {(n, c): diagnose(phase_inputs(tmp, n, c, gpu="H200")) for n, c in PHASES}
+    return {(n, c): diagnose(phase_inputs(tmp, n, c, gpu="H200")) for n, c in PHASES + NEWER_PHASES}
 
 
 @pytest.mark.parametrize("name,c", PHASES)
@@ -202,28 +208,11 @@ def test_a_speculating_server_without_an_estimate_gets_a_measurement_note(tmp_pa
 
 
 # ------------------------------------------------------------------------------------------ EAGLE-3 and MTP
-# Recorded 2026-12-02 (README "Newer methods"): each speculative server is measured against the plain server of
-# the same target recorded in the same session; the class is that of the planted per-position curve.
-NEWER = {"eagle3-k3-high": ("base-s2", "high"), "eagle3-k3-poor": ("base-s2", "poor"),
-         "mimo-mtp-k1": ("mimo-base", "high")}
-NEWER_PHASES = [(n, c) for n in NEWER for c in (2, 64)]
-
-
-def newer_ratio(name: str, c: int) -> float:
-    return _phase(name, c)["tok_per_s"] / _phase(NEWER[name][0], c)["tok_per_s"]
-
-
-@pytest.fixture(scope="module")
-def diagnosed_newer(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("newer")
-    return {(n, c): diagnose(phase_inputs(tmp, n, c, gpu="H200")) for n, c in NEWER_PHASES}
-
-
 @pytest.mark.parametrize("name,c", NEWER_PHASES)
-def test_newer_method_verdict_agrees_with_the_measured_ab(diagnosed_newer, name, c):
-    diag = diagnosed_newer[(name, c)]
+def test_newer_method_verdict_agrees_with_the_measured_ab(diagnosed, name, c):
+    diag = diagnosed[(name, c)]
     est = diag.store.get("speedup.estimate")
-    measured = newer_ratio(name, c)
+    measured = measured_ratio(name, c)
     ids = {f.id for f in diag.findings}
     slowdown = {"speedup.verdict.costing", "speedup.verdict.compute-bound", "speedup.verdict.rarely-accepted"}
     if measured < 0.95:  # a measured loss is never reported healthy
@@ -236,11 +225,11 @@ def test_newer_method_verdict_agrees_with_the_measured_ab(diagnosed_newer, name,
 
 
 @pytest.mark.parametrize("name,c", NEWER_PHASES)
-def test_newer_method_acceptance_matches_the_planted_curve(diagnosed_newer, name, c):
+def test_newer_method_acceptance_matches_the_planted_curve(diagnosed, name, c):
     """Tokens/step read from /metrics is the planted curve's 1 + sum of the per-position rates, and both the log's
     SpecDecoding lines and /metrics put it in the planted class: low-acceptance for the poor curve, healthy
     (in the method's normal range) for the high one."""
-    diag = diagnosed_newer[(name, c)]
+    diag = diagnosed[(name, c)]
     rates = _manifest(name)["speculative_config"]["synthetic_acceptance_rates"]
     assert diag.store.get("speedup.estimate")["tokens_per_step"] == pytest.approx(1 + sum(rates), abs=0.1)
     low = {f.id for f in diag.findings if f.category.value == "low-acceptance" and f.severity.value != "info"}
