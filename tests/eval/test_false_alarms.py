@@ -325,16 +325,21 @@ def test_healthy_cpu_recordings_get_no_error(name):
         assert diag.verdict in ("healthy", "degraded")
 
 
-@pytest.mark.parametrize("name, c, draft", [("ngram-k3", 2, None), ("ngram-k3", 64, None), ("ngramgpu-k3", 2, None),
-                                            ("ngramgpu-k3", 64, None),
-                                            ("dm-k5-high", 2, "Qwen/Qwen2.5-0.5B-Instruct")])
-def test_healthy_h200_recordings_stay_healthy_with_the_real_model_names(tmp_path, name, c, draft):
+_QWEN7B, _MIMO = "Qwen/Qwen2.5-7B-Instruct", "XiaomiMiMo/MiMo-7B-RL"
+
+
+@pytest.mark.parametrize("name, c, target, draft", [
+    ("ngram-k3", 2, _QWEN7B, None), ("ngram-k3", 64, _QWEN7B, None), ("ngramgpu-k3", 2, _QWEN7B, None),
+    ("ngramgpu-k3", 64, _QWEN7B, None), ("dm-k5-high", 2, _QWEN7B, "Qwen/Qwen2.5-0.5B-Instruct"),
+    ("eagle3-k3-high", 2, _QWEN7B, None), ("eagle3-k3-high", 64, _QWEN7B, None),
+    ("mimo-mtp-k1", 2, _MIMO, None), ("mimo-mtp-k1", 64, _MIMO, None)])
+def test_healthy_h200_recordings_stay_healthy_with_the_real_model_names(tmp_path, name, c, target, draft):
     """The vLLM 0.26 H200 runs that paid off or broke even (fixtures/vllm-gpu/README.md) with the models they stand
     for named (Qwen2.5-7B-Instruct; its 0.5B draft, whose real config.json is 151936 tokens -- the recording padded
-    it, and the log shows the pair serving): no warning, no error, verdict healthy."""
+    it, and the log shows the pair serving; MiMo-7B-RL with its MTP layer): no warning, no error, verdict healthy."""
     from test_vllm_gpu import phase_inputs
 
-    for names in ({}, {"target": "Qwen/Qwen2.5-7B-Instruct", "vllm_version": "0.26.0"}
+    for names in ({}, {"target": target, "vllm_version": "0.26.0"}
                   | ({"draft": draft} if draft else {})):
         diag = diagnose(phase_inputs(tmp_path, name, c, gpu="H200", **names))
         assert not [f.id for f in diag.findings if f.severity.value in ALARM], names

@@ -24,6 +24,11 @@ MODELS = ROOT / "models"
 # server (README: the eager pair is listed too).
 SPEC = {"dm-k5-decay": "base", "dm-k5-high": "base", "dm-k3-mid": "base", "ngram-k3": "base",
         "ngramgpu-k3": "base", "eager-dm-k5": "base"}
+# EAGLE-3 and MTP, recorded 2026-12-02 (README "Newer methods"): each against the plain server of its target
+# recorded in the same session, with the class of its planted per-position curve.
+NEWER = {"eagle3-k3-high": ("base-s2", "high"), "eagle3-k3-poor": ("base-s2", "poor"),
+         "mimo-mtp-k1": ("mimo-base", "high")}
+BASELINE = {**SPEC, **{n: b for n, (b, _) in NEWER.items()}}
 
 
 def _manifest(name: str) -> dict:
@@ -48,16 +53,17 @@ def phase_inputs(tmp_path: Path, name: str, c: int, **kw) -> Inputs:
 
 
 def measured_ratio(name: str, c: int) -> float:
-    return _phase(name, c)["tok_per_s"] / _phase(SPEC[name], c)["tok_per_s"]
+    return _phase(name, c)["tok_per_s"] / _phase(BASELINE[name], c)["tok_per_s"]
 
 
 PHASES = [(n, c) for n in SPEC for c in (2, 64)]
+NEWER_PHASES = [(n, c) for n in NEWER for c in (2, 64)]
 
 
 @pytest.fixture(scope="module")
 def diagnosed(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("phases")
-    return {(n, c): diagnose(phase_inputs(tmp, n, c, gpu="H200")) for n, c in PHASES}
+    return {(n, c): diagnose(phase_inputs(tmp, n, c, gpu="H200")) for n, c in PHASES + NEWER_PHASES}
 
 
 @pytest.mark.parametrize("name,c", PHASES)
@@ -119,7 +125,8 @@ def test_without_a_gpu_the_estimate_says_what_is_missing(tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------------------------------------ memory budget
-SERVERS = ["base", "dm-k5-decay", "dm-k5-high", "dm-k3-mid", "ngram-k3", "ngramgpu-k3", "eager-base", "eager-dm-k5"]
+SERVERS = ["base", "dm-k5-decay", "dm-k5-high", "dm-k3-mid", "ngram-k3", "ngramgpu-k3", "eager-base", "eager-dm-k5",
+           "base-s2", "mimo-base", "mimo-mtp-k1"]
 
 
 @pytest.mark.parametrize("name", SERVERS)
@@ -129,8 +136,8 @@ def test_memory_budget_within_2_percent_of_vllm_kv_cache_size(name):
     cmd = (ROOT / name / "cmd.txt").read_text().strip()
     spec = _manifest(name)["speculative_config"] or {}
     draft = str(MODELS / "Qwen2.5-0.5B-Instruct") if spec.get("method") == "draft_model" else None
-    store, _ = build_store(Inputs(cmd=cmd, vllm_version="0.26.0", target=str(MODELS / "Qwen2.5-7B-Instruct"),
-                                  draft=draft))
+    target = "MiMo-7B-RL" if name.startswith("mimo") else "Qwen2.5-7B-Instruct"
+    store, _ = build_store(Inputs(cmd=cmd, vllm_version="0.26.0", target=str(MODELS / target), draft=draft))
     snap = json.loads((ROOT.parent / "nvml" / "h200-snapshot.json").read_text())["snapshot"]
     store.set("nvml.snapshot", snap)
     budget = store.get("memory.budget")
@@ -198,3 +205,39 @@ def test_a_speculating_server_without_an_estimate_gets_a_measurement_note(tmp_pa
     # A plain server is not speculating: nothing to say.
     plain = diagnose(phase_inputs(tmp_path, "base", 64))
     assert not [f for f in plain.findings if f.id.startswith("speedup.")]
+
+
+# ------------------------------------------------------------------------------------------ EAGLE-3 and MTP
+@pytest.mark.parametrize("name,c", NEWER_PHASES)
+def test_newer_method_verdict_agrees_with_the_measured_ab(diagnosed, name, c):
+    diag = diagnosed[(name, c)]
+    est = diag.store.get("speedup.estimate")
+    measured = measured_ratio(name, c)
+    ids = {f.id for f in diag.findings}
+    slowdown = {"speedup.verdict.costing", "speedup.verdict.compute-bound", "speedup.verdict.rarely-accepted"}
+    if measured < 0.95:  # a measured loss is never reported healthy
+        assert est["verdict"] != "paying off" and "speedup.verdict.paying" not in ids, (est["speedup"], measured)
+        assert ids & slowdown
+    if measured > 1.05:  # a measured gain is never reported as a slowdown
+        assert est["verdict"] != "costing" and not ids & slowdown, (est["speedup"], measured)
+    assert est["speedup"] == pytest.approx(measured, rel=0.20), (est["speedup"], measured)
+    assert est["low"] <= est["speedup"] <= est["high"]
+
+
+@pytest.mark.parametrize("name,c", NEWER_PHASES)
+def test_newer_method_acceptance_matches_the_planted_curve(diagnosed, name, c):
+    """Tokens/step read from /metrics is the planted curve's 1 + sum of the per-position rates, and both the log's
+    SpecDecoding lines and /metrics put it in the planted class: low-acceptance for the poor curve, healthy
+    (in the method's normal range) for the high one."""
+    diag = diagnosed[(name, c)]
+    rates = _manifest(name)["speculative_config"]["synthetic_acceptance_rates"]
+    assert diag.store.get("speedup.estimate")["tokens_per_step"] == pytest.approx(1 + sum(rates), abs=0.1)
+    low = {f.id for f in diag.findings if f.category.value == "low-acceptance" and f.severity.value != "info"}
+    ids = {f.id for f in diag.findings}
+    if NEWER[name][1] == "poor":
+        assert {"logs.acceptance.low", "metrics.acceptance.low"} <= low
+        # A loss at this acceptance is the drafts', not the method's step cost (thresholds.toml
+        # spec_overhead_min_tokens_per_step): no spec-overhead verdict pointing at a cheaper method.
+        assert "speedup.verdict.costing" not in ids
+    else:
+        assert not low and {"logs.acceptance.healthy", "metrics.acceptance.ok"} <= ids

@@ -38,10 +38,11 @@ def _evidence(est: Mapping[str, Any]) -> list[Evidence]:
     return ev
 
 
-@check("speedup.verdict", categories=["spec-overhead", "high-concurrency", "healthy"],
+@check("speedup.verdict", categories=["spec-overhead", "high-concurrency", "low-acceptance", "healthy"],
        needs=["speedup.estimate"], wants=["config.deployment", "logs.spec_overhead"],
        findings={"speedup.verdict.costing": "speculation is accepted yet slower than plain decoding would be",
                  "speedup.verdict.compute-bound": "at this batch verification is compute-bound: speculation costs",
+                 "speedup.verdict.rarely-accepted": "speculation costs because under half a draft is accepted a step",
                  "speedup.verdict.even": "speculation roughly breaks even",
                  "speedup.verdict.paying": "speculation pays off (estimated gain)"},
        affirms=["speedup.verdict.paying"],
@@ -87,6 +88,20 @@ def verdict(facts: Mapping[str, Any]) -> list[Finding]:
                             "request costs nearly K+1 plain steps: serve this load without speculation, or with a "
                             "smaller K", tuple([_OFF] + lower_k)),
                         impact=f"About {cost:.0f} % more throughput without speculation at this load.",
+                        impact_score=min(1.0, 0.5 + cost / 100), data=data)]
+    tau = est["tokens_per_step"]
+    if tau < threshold("spec_overhead_min_tokens_per_step"):
+        # Under half a draft accepted per step the drafts are the loss, not the cost of a step that is accepted
+        # (the same line the method-cost prior draws): a cheaper method would not fix it, a better drafter would.
+        return [Finding("speedup.verdict.rarely-accepted", Category.LOW_ACCEPTANCE, Severity.WARNING,
+                        0.8 if hi < 1.0 else 0.6,
+                        f"Speculation is rarely accepted ({tau:.2f} tokens/step) and costs about {cost:.0f} % of "
+                        f"throughput: estimated {band}", tuple(ev),
+                        Fix(f"Each speculative step ({1e3 * est['spec_step_s']:.1f} ms) yields {tau:.2f} tokens "
+                            f"where a plain step ({1e3 * est['plain_step_s']:.1f} ms) yields one: use a drafter "
+                            "trained for this target and this traffic, a lower K, or turn speculation off",
+                            tuple(lower_k + [_OFF])),
+                        impact=f"About {cost:.0f} % more throughput without speculation in this configuration.",
                         impact_score=min(1.0, 0.5 + cost / 100), data=data)]
     causes, cause_cmds, titles = overhead_causes(facts.get("config.deployment"), facts.get("logs.spec_overhead"))
     named = " (" + "; ".join(titles) + ")" if titles else ""

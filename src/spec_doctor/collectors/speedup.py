@@ -29,6 +29,7 @@ from spec_doctor.knowledge.speedup import RequestTimes, estimate_speedup, gpu_sp
 GIB = 2**30
 # bf16/fp16 weights: 2 bytes a parameter (vLLM's default dtype for bf16/fp16 checkpoints).
 _BYTES_PER_PARAM = 2.0
+_NAME_BASIS = "name"  # ModelInfo.param_source of a size parsed from the name (knowledge/models.py size_from_name)
 _TUNE = "or measure it directly with an A/B run: spec-doctor tune --cmd \"<your vllm serve command>\""
 
 
@@ -125,7 +126,11 @@ def _target_size(store: FactStore) -> dict[str, Any]:
     budget = store.maybe("memory.budget")
     target = getattr(budget, "target", None)
     info = store.maybe("models.target")
-    by_name = getattr(info, "param_source", "") == CARD_BASIS
+    # A size known only from the model's name (the model-card table, or a '7B' in the name) is a guess that
+    # vLLM's measured `Model loading took` beats: a fine-tune or a checkpoint with extra layers (MTP) under a
+    # round name ('MiMo-7B-RL' is 7.8 B parameters) would otherwise set the plain step.
+    source = getattr(info, "param_source", "")
+    by_name = source in (CARD_BASIS, _NAME_BASIS)
     tp = max(1, getattr(target, "tp", 1) or 1)
     if target is not None and getattr(target, "weight_bytes_per_gpu", None) and not by_name:
         params = getattr(info, "active_param_count", None) or getattr(info, "param_count", None)
@@ -142,7 +147,11 @@ def _target_size(store: FactStore) -> dict[str, Any]:
             out["notes"].append("the loaded figure includes the drafter's weights (vLLM loads it inside the same "
                                 "memory profile): the plain step may be overestimated by up to the draft/target size")
     if out["weights"] is not None and out["params"] is None:
-        if info is not None and (getattr(info, "active_param_count", None) or getattr(info, "param_count", None)):
+        # The name's '7B' rounds the count; only its MoE notation ('30B-A3B': active parameters) says more than
+        # the measured weight bytes do.
+        named_dense = source == _NAME_BASIS and not getattr(info, "active_param_count", None)
+        if info is not None and not named_dense and \
+                (getattr(info, "active_param_count", None) or getattr(info, "param_count", None)):
             out["params"] = float(getattr(info, "active_param_count", None) or info.param_count) / tp
         else:
             out["params"] = out["weights"] / _BYTES_PER_PARAM
