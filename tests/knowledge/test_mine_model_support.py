@@ -3,13 +3,11 @@ classes, on small synthetic sources written like vLLM's, and one whole release m
 
 from __future__ import annotations
 
-import io
 import json
-import tarfile
 import textwrap
 from pathlib import Path
 
-from conftest import load_script
+from conftest import load_script, sdist_folder
 
 mm = load_script("mine_model_support")
 
@@ -120,15 +118,6 @@ def test_interfaces_followed_through_bases_and_imports() -> None:
     assert not mm.implements(mods, "gpt2", "GPT2LMHeadModel", "SupportsEagle3")
 
 
-def _sdist(folder: Path, version: str, files: dict[str, str]) -> None:
-    with tarfile.open(folder / f"vllm-{version}.tar.gz", "w:gz") as tf:
-        for path, text in files.items():
-            data = text.encode()
-            info = tarfile.TarInfo(f"vllm-{version}/{path}")
-            info.size = len(data)
-            tf.addfile(info, io.BytesIO(data))
-
-
 def test_whole_run_writes_ranges_with_gaps_and_sources(tmp_path: Path) -> None:
     models = "vllm/model_executor/models/"
     iface = "class SupportsEagle3(Protocol):\n    pass\n"
@@ -140,12 +129,13 @@ def test_whole_run_writes_ranges_with_gaps_and_sources(tmp_path: Path) -> None:
     base = {models + "llama.py": llama, models + "qwen3.py": qwen, models + "interfaces.py": iface,
             "vllm/config/speculative.py": "class SpeculativeConfig:\n" + textwrap.indent(
                 OVERRIDE.split("class SpeculativeConfig:\n", 1)[1], "")}
-    _sdist(tmp_path, "0.20.0", {**base, models + "registry.py": reg1})
-    _sdist(tmp_path, "0.21.0", {**base, models + "registry.py": reg2, models + "deepseek_mtp.py": ""})
-    _sdist(tmp_path, "0.22.0", {**base, models + "registry.py": reg1})
-    _sdist(tmp_path, "0.23.0", {**base, models + "registry.py": reg2, models + "deepseek_mtp.py": ""})
+    folder = sdist_folder(tmp_path / "sdists", "vllm", {
+        "0.20.0": {**base, models + "registry.py": reg1},
+        "0.21.0": {**base, models + "registry.py": reg2, models + "deepseek_mtp.py": ""},
+        "0.22.0": {**base, models + "registry.py": reg1},
+        "0.23.0": {**base, models + "registry.py": reg2, models + "deepseek_mtp.py": ""}})
     out = tmp_path / "model_support.json"
-    assert mm.main(["--sdists", str(tmp_path), "--out", str(out), "--min-version", "0.20.0"]) == 0
+    assert mm.main(["--sdists", str(folder), "--out", str(out), "--min-version", "0.20.0"]) == 0
     data = json.loads(out.read_text())
     assert data["header"]["releases"] == ["0.20.0", "0.21.0", "0.22.0", "0.23.0"]
     assert data["architectures"]["LlamaForCausalLM"]["ranges"] == [["0.20.0", "0.23.0"]]
