@@ -51,6 +51,15 @@ def test_architecture_added_later_is_an_env_version_error() -> None:
     assert any("registry.py@v0.8.4" in e.source for e in f.evidence)
 
 
+def test_removed_architecture_points_at_its_last_release(monkeypatch: pytest.MonkeyPatch) -> None:
+    facts = _facts(_cmd("Qwen/Qwen3-8B"), "0.10.0")
+    # Phi-3-small (registry 0.4.3-0.9.2, then vLLM's _PREVIOUSLY_SUPPORTED_MODELS) as the target's architecture
+    monkeypatch.setattr(facts["models.target"], "architectures", ["Phi3SmallForCausalLM"])
+    [f] = _run(facts)
+    assert "no longer has Phi3SmallForCausalLM; it was last in vLLM 0.9.2" in f.title
+    assert f.fix is not None and f.fix.commands == ("pip install 'vllm==0.9.2'",)
+
+
 def test_with_the_transformers_backend_it_is_a_warning() -> None:
     [f] = _run(_facts(_cmd("Qwen/Qwen3-Next-80B-A3B-Instruct"), "0.10.1"))
     assert f.severity is Severity.WARNING and "Transformers backend" in f.title

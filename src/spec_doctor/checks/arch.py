@@ -99,7 +99,9 @@ def _span(s: Support) -> str:
 
 
 def _upgrade(s: Support) -> tuple[str, ...]:
-    return (f"pip install -U 'vllm>={s.upgrade_to}'",) if s.upgrade_to and s.status in (NOT_YET, GAP) else ()
+    if s.upgrade_to and s.status in (NOT_YET, GAP):
+        return (f"pip install -U 'vllm>={s.upgrade_to}'",)
+    return (f"pip install 'vllm=={s.last}'",) if s.status == REMOVED and s.last else ()
 
 
 def _partly(share: float, cands: list[str]) -> str:
@@ -123,8 +125,9 @@ def _judge_arch(facts: Mapping[str, Any], arch: str, factor: float, where: str) 
         "arch.release.missing", Category.ENV_VERSION, severity, conf, title,
         evidence=(Evidence(where, f"architecture {arch}"), Evidence(getattr(v, "source", "vllm.version"), vname),
                   Evidence(got.source or DATA, f"{arch} in vLLM's model registry: {_span(got)}")),
-        fix=Fix(f"Upgrade vLLM to a release that lists {arch}:" if _upgrade(got) else
-                "Use a vLLM release that lists the architecture, or a model of a listed one:", _upgrade(got)),
+        fix=Fix(f"Upgrade vLLM to a release that lists {arch}:" if got.status != REMOVED else
+                f"Use the last vLLM release that lists {arch}, or a model of an architecture this one lists:",
+                _upgrade(got)),
         impact="the server loads the model natively", impact_score=0.9,
         data={"architecture": arch, "status": got.status, "upgrade_to": got.upgrade_to or "", "share": share,
               "root_cause": "the target architecture in this vLLM release", "stage": STARTUP})]
