@@ -1028,10 +1028,11 @@ class GitSource:
         except subprocess.CalledProcessError:
             return None
 
-    def files(self, version: str) -> Iterator[tuple[str, str]]:
+    def files(self, version: str, want: Callable[[str], object] = area_of) -> Iterator[tuple[str, str]]:
+        """The release's .py files that `want` picks (by default those of a mined area)."""
         tag = self.tags[version]
         paths = [p for p in self._git("ls-tree", "-r", "--name-only", tag, "--", self.project.package).splitlines()
-                 if p.endswith(".py") and area_of(p)]
+                 if p.endswith(".py") and want(p)]
         if not paths:
             return
         proc = subprocess.Popen(["git", "--git-dir", self.git_dir, "cat-file", "--batch"], stdin=subprocess.PIPE,
@@ -1100,9 +1101,9 @@ class SdistSource:
                 return got.decode("utf-8", "replace") if got is not None else None
         return None
 
-    def files(self, version: str) -> Iterator[tuple[str, str]]:
+    def files(self, version: str, want: Callable[[str], object] = area_of) -> Iterator[tuple[str, str]]:
         for rel, data in self._members(version):
-            if rel.endswith(".py") and area_of(rel):
+            if rel.endswith(".py") and want(rel):
                 got = data()
                 if got is not None:
                     yield rel, got.decode("utf-8", "replace")
@@ -1126,8 +1127,8 @@ class ChainSource:
     def read(self, version: str, path: str) -> str | None:
         return self._of(version).read(version, path)
 
-    def files(self, version: str) -> Iterator[tuple[str, str]]:
-        return self._of(version).files(version)
+    def files(self, version: str, want: Callable[[str], object] = area_of) -> Iterator[tuple[str, str]]:
+        return self._of(version).files(version, want)
 
 
 Source = GitSource | SdistSource | ChainSource

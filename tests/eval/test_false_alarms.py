@@ -75,6 +75,14 @@ class Setup:
     extra: str = ""
 
 
+# First releases that run these EAGLE-3 targets at all (knowledge/data/model_support.json, mined from vLLM's source):
+# the speculative config's allow-list is Llama-only through 0.10.0 (vllm/config.py@v0.10.0 "Eagle3 is only supported
+# for Llama models") and takes "qwen" from 0.10.1 (vllm/config/__init__.py@v0.10.1); Qwen3MoeForCausalLM and
+# Llama4ForConditionalGeneration implement SupportsEagle3 -- which the V1 model runner requires from 0.10.1 ("Model
+# does not support EAGLE3 interface") -- from 0.11.1 (vllm/model_executor/models/qwen3_moe.py, mllama4.py@v0.11.1).
+QWEN_EAGLE3 = "0.10.1"
+EAGLE3_CLASS_QWEN3_MOE_LLAMA4 = "0.11.1"
+
 SETUPS = [
     # separate draft models (V1 from 0.15.0)
     Setup("llama3.1-70b+llama3.2-1b", "meta-llama/Llama-3.1-70B-Instruct",
@@ -115,12 +123,12 @@ SETUPS = [
           "SPECULATORS", tp=4, since="0.11.0"),
     Setup("qwen3-8b+rh-speculator", "Qwen/Qwen3-8B",
           {"model": "RedHatAI/Qwen3-8B-speculator.eagle3", "method": "eagle3"}, (3, 5), ("H100", "A100"),
-          "SPECULATORS (verbatim)", since="0.10.0"),
+          "SPECULATORS (verbatim)", since=QWEN_EAGLE3),
     Setup("qwen3-8b-fp8+angelslim", "Qwen/Qwen3-8B-FP8", {"model": "AngelSlim/Qwen3-8B_eagle3", "method": "eagle3"},
-          (3,), ("H100",), "AngelSlim/Qwen3-8B_eagle3 model card; SPECULATORS (quantized target)", since="0.10.0"),
+          (3,), ("H100",), "AngelSlim/Qwen3-8B_eagle3 model card; SPECULATORS (quantized target)", since=QWEN_EAGLE3),
     Setup("qwen3-235b+nvidia-eagle3", "Qwen/Qwen3-235B-A22B",
           {"model": "nvidia/Qwen3-235B-A22B-Eagle3", "method": "eagle3"}, (3,), ("H200", "H100"),
-          "nvidia/Qwen3-235B-A22B-Eagle3 model card", tp=8, since="0.10.0"),
+          "nvidia/Qwen3-235B-A22B-Eagle3 model card", tp=8, since=EAGLE3_CLASS_QWEN3_MOE_LLAMA4),
     Setup("gpt-oss-120b+eagle3", "openai/gpt-oss-120b",
           {"model": "lmsys/EAGLE3-gpt-oss-120b-bf16", "method": "eagle3"}, (1, 3, 5), ("H100", "H200"),
           "lmsys/EAGLE3-gpt-oss-120b-bf16 model card (gpt-oss-120b fits one 80 GB GPU in its native MXFP4)",
@@ -130,7 +138,7 @@ SETUPS = [
           "lmsys/EAGLE3-gpt-oss-120b-bf16 model card", tp=2, since="0.11.0"),
     Setup("llama4-maverick-fp8+eagle3", "meta-llama/Llama-4-Maverick-17B-128E-Instruct-FP8",
           {"model": "nvidia/Llama-4-Maverick-17B-128E-Eagle3", "method": "eagle3"}, (3,), ("H200",),
-          "nvidia/Llama-4-Maverick-17B-128E-Eagle3 model card", tp=8, since="0.10.0"),
+          "nvidia/Llama-4-Maverick-17B-128E-Eagle3 model card", tp=8, since=EAGLE3_CLASS_QWEN3_MOE_LLAMA4),
     Setup("vicuna-7b+eagle", "lmsys/vicuna-7b-v1.3", {"model": "yuhuili/EAGLE-Vicuna-7B-v1.3", "method": "eagle"}, (3,),
           ("A100",), "yuhuili/EAGLE-Vicuna-7B-v1.3 model card (the EAGLE paper's pair)"),
     # the model's own MTP layers
