@@ -22,6 +22,9 @@ the first release tag containing it in any of them.
 Writes OUT/candidates.json (every candidate, newest first) and OUT/candidates.tsv (one line each, to read).
 With --check-table TOML also OUT/table_check.tsv (each row's fixed_in next to the first release tag containing its
 source PR) and OUT/pr_tags.json (PR -> that release, for every PR the table cites that a release tag contains).
+With --blame each candidate also gets `replaced_since`: the first release tag of the newest commit that last touched
+the lines the fix replaces (`git blame` of its parent), i.e. the release from which that code shipped -- the table's
+`affected_from` for rows of the 2026-12 batch (None when the fix only adds lines).
 The rows of src/spec_doctor/knowledge/data/release_bugs.toml are curated from these by the rules in its header.
 """
 
@@ -153,6 +156,7 @@ class Candidate:
     source: str | None = None
     found_in: list[str] = field(default_factory=list)
     also: list[str] = field(default_factory=list)  # other commits of the same PR (cherry-picks)
+    replaced_since: str | None = None  # --blame: the release the code the fix replaces first shipped in
 
 
 def git(gitdir: str, *args: str) -> str:
@@ -286,6 +290,50 @@ def by_pr(cands: Iterable[Candidate]) -> list[Candidate]:
     return list(out.values())
 
 
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? ")
+
+
+def replaced_lines(gitdir: str, sha: str) -> dict[str, list[tuple[int, int]]]:
+    """path -> the line ranges (in the fix's parent) of vllm/ code, not tests, that the fix removes or rewrites."""
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    path: str | None = None
+    for line in git(gitdir, "show", "--format=", "-U0", sha, "--", "vllm/").splitlines():
+        if line.startswith("--- "):
+            path = line[6:] if line.startswith("--- a/") and "/tests/" not in line else None
+        elif path and (m := _HUNK.match(line)):
+            start, count = int(m.group(1)), int(m.group(2) if m.group(2) is not None else 1)
+            if count:
+                ranges.setdefault(path, []).append((start, start + count - 1))
+    return ranges
+
+
+def replaced_since(gitdir: str, sha: str, first: dict[str, str]) -> str | None:
+    """The first release (no "v") that shipped the code the fix `sha` replaces: of the commits that last touched
+    those lines (`git blame` of the fix's parent), the newest one's first release tag (`first`: sha -> tag, as
+    first_tag_containing gives). None when the fix only adds lines or no tag contains those commits. The bug may be
+    older (the lines may have been rewritten since it came in): this only narrows the affected range."""
+    tags = []
+    for path, spans in replaced_lines(gitdir, sha).items():
+        args = [a for lo, hi in spans for a in ("-L", f"{lo},{hi}")]
+        for line in git(gitdir, "blame", "--porcelain", *args, f"{sha}^", "--", path).splitlines():
+            m = re.match(r"^([0-9a-f]{40}) \d+ \d+", line)
+            if m and m.group(1) in first:
+                tags.append(first[m.group(1)])
+    newest = max(tags, key=lambda t: release_key(t) or (), default=None)
+    return newest[1:] if newest else None
+
+
+def add_blame(gitdirs: Sequence[str], cands: Iterable[Candidate]) -> None:
+    """Set each candidate's `replaced_since` (replaced_since in the first directory that has the commit)."""
+    first: dict[str, str] = {}
+    for gitdir in gitdirs:
+        for sha, tag in first_tag_containing(gitdir, release_tags(gitdir)).items():
+            if sha not in first or (release_key(tag) or ()) < (release_key(first[sha]) or ()):
+                first[sha] = tag
+    for c in cands:
+        c.replaced_since = replaced_since(c.found_in[0], c.sha, first)
+
+
 def table_check(gitdirs: Sequence[str], table: Path) -> tuple[list[dict[str, str | None]], dict[int, str]]:
     """For each row of release_bugs.toml whose source is a vLLM pull request: the first release tag containing a
     commit of that PR (subject ending "(#N)"), next to the row's fixed_in / fixed_basis."""
@@ -330,6 +378,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", required=True, help="folder for candidates.json / candidates.tsv")
     ap.add_argument("--since", help="only commits after this date (git log --since)")
     ap.add_argument("--check-table", type=Path, help="also write OUT/table_check.tsv: each row's PR vs its git tag")
+    ap.add_argument("--blame", action="store_true",
+                    help="also give each candidate replaced_since (git blame of the lines the fix replaces; slow)")
     ns = ap.parse_args(argv)
     if ns.check_table:
         rows, tags = table_check(ns.git, ns.check_table)
@@ -342,6 +392,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "\t".join(str(r[k] or "-") for k in ("id", "fixed_in", "fixed_basis", "git_tag", "source")) for r in rows]
         (Path(ns.out) / "table_check.tsv").write_text("\n".join(lines) + "\n")
     cands = mine(ns.git, ns.since)
+    if ns.blame:
+        add_blame(ns.git, cands)
     write(cands, Path(ns.out))
     tagged = sum(1 for c in cands if c.fixed_in)
     print(f"{len(cands)} candidates ({tagged} in a release tag) -> {ns.out}", file=sys.stderr)

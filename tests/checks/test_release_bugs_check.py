@@ -208,3 +208,19 @@ def test_a_not_supported_complaint_names_an_unsupported_combination() -> None:
     found = _complaint(_run(facts))
     assert len(found) == 1 and "v1-mamba-spec-not-supported" in found[0].data["bugs"]
     assert found[0].category.value == "config-unsupported-combo"
+
+
+def test_notes_of_rows_whose_conditions_show_come_first() -> None:
+    """The notes combine into one finding led by the first of equal score: a row whose conditions the deployment
+    shows (CUDA graphs on, FULL mode) leads over one that only names the method, whatever the table's order."""
+    from spec_doctor.knowledge import release_bugs as kb
+
+    facts = _facts(cmd=FULL_CMD, vllm_version="0.12.0")
+    d = kbc._deployment(facts)
+    notes = [f for f in kbc.release.fn(facts) if f.id == "releasebugs.release.note"]
+    shown = [bool(kb.match(next(b for b in kb.bugs() if b.id == f.data["bug"]), d).satisfied) for f in notes]
+    assert True in shown and False in shown
+    assert shown == sorted(shown, reverse=True)
+    assert "spec-cudagraph-capture-sizes-too-small" in {f.data["bug"] for f in notes}
+    lead = next(f for f in merge_findings(notes) if f.id == "releasebugs.release.note")
+    assert shown[[f.data["bug"] for f in notes].index(lead.data["bug"])]

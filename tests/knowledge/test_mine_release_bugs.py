@@ -120,3 +120,32 @@ def test_outputs_and_table_check(repo: Path, tmp_path: Path) -> None:
     check = (tmp_path / "o" / "table_check.tsv").read_text().splitlines()
     assert check[1].split("\t")[:4] == ["a", "0.6.0", "pr-date", "0.4.0"]  # the tag corrects the estimate
     assert json.loads((tmp_path / "o" / "pr_tags.json").read_text())["tags"] == {"100": "0.4.0"}
+
+
+def _write(repo: Path, path: str, text: str, subject: str, date: str) -> None:
+    f = repo / path
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text(text)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", subject, date=date)
+
+
+def test_replaced_since_is_the_release_that_shipped_the_replaced_code(tmp_path: Path) -> None:
+    r = tmp_path / "b"
+    r.mkdir()
+    _git(r, "init", "-q", "-b", "main")
+    _write(r, "vllm/v1/spec_decode/eagle.py", "a = 1\nb = 2\n", "Add the proposer (#1)", "2024-01-01")
+    _git(r, "tag", "v0.4.0")
+    _write(r, "vllm/v1/spec_decode/eagle.py", "a = 1\nb = 3\n", "[Feature] Change b (#2)", "2024-02-01")
+    _git(r, "tag", "v0.5.0")
+    _write(r, "vllm/v1/spec_decode/eagle.py", "a = 9\nb = 4\n", "[Bugfix] Fix EAGLE crash (#3)", "2024-03-01")
+    _write(r, "vllm/v1/spec_decode/eagle.py", "a = 9\nb = 4\nc = 5\n", "[Bugfix] Fix EAGLE hang (#4)", "2024-03-02")
+    _write(r, "vllm/v1/spec_decode/eagle.py", "a = 0\nb = 4\nc = 5\n", "[Bugfix] Fix EAGLE wrong output (#5)",
+           "2024-03-04")
+    _git(r, "tag", "v0.6.0")
+    cands = {c.pr: c for c in mrb.mine([str(r / ".git")])}
+    mrb.add_blame([str(r / ".git")], cands.values())
+    assert cands[3].replaced_since == "0.5.0"  # rewrites #1's line (v0.4.0) and #2's (v0.5.0): the newer counts
+    assert cands[4].replaced_since is None  # only adds a line: nothing to blame
+    assert cands[5].replaced_since == "0.6.0"  # rewrites #3's line: code of the fix's own release, never shipped
+    assert cands[3].fixed_in == "0.6.0"

@@ -353,7 +353,9 @@ def release(facts: Mapping[str, Any]) -> list[Finding]:
         return []
     named = {m.bug.id for m, _ in _complaint_rows(cands, complaint_classes(facts))}
     out = []
-    for m, cover in cands:
+    # The notes combine into one (report/merge.py: one finding per category), led by the first of equal score: the
+    # row whose conditions the deployment shows most leads, not a row that only names the method (stable: table order).
+    for m, cover in sorted(cands, key=lambda mc: -len(mc[0].satisfied)):
         if m.unknown or m.bug.id in named or _symptom(m.bug, facts, d) is not None:
             continue  # unknown conditions make a note a guess; a seen symptom or complaint is releasebugs.symptom's
         if ANY in m.bug.methods and not m.satisfied:
