@@ -90,6 +90,7 @@ class Negation:
     not_negating: frozenset[str]
     cjk_words: tuple[str, ...] = ()  # negators written straight before the word (无报错)
     cjk_window: int = 0
+    cjk_not_negating: tuple[str, ...] = ()  # words that hold a negator but do not negate (不断 continually)
 
 
 @functools.cache
@@ -99,7 +100,7 @@ def negation() -> Negation:
                   for w in row["words"])
     return Negation(words, int(row["window"]), re.compile(row["clause_breaks"], re.I),
                     frozenset(w.lower() for w in row["not_negating"]), tuple(row.get("cjk_words", ())),
-                    int(row.get("cjk_window", 0)))
+                    int(row.get("cjk_window", 0)), tuple(row.get("cjk_not_negating", ())))
 
 
 @functools.cache

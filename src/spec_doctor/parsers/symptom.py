@@ -80,9 +80,12 @@ def is_negated(text: str, start: int) -> bool:
     one that does not negate, e.g. "no matter")."""
     neg = negation()
     before = text[_clause_start(text, start):start]
-    near = before[-neg.cjk_window:] if neg.cjk_window else ""
-    if any(w in near for w in neg.cjk_words):
-        return True
+    if neg.cjk_window:
+        near = before[-(neg.cjk_window + 2):]
+        for w in neg.cjk_not_negating:
+            near = near.replace(w, " " * len(w))
+        if any(w in near[-neg.cjk_window:] for w in neg.cjk_words):
+            return True
     words = re.findall(r"[\w'’]+", before)[-neg.window:]
     if not words:
         return False
