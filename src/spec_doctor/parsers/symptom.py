@@ -82,9 +82,9 @@ def is_negated(text: str, start: int) -> bool:
     before = text[_clause_start(text, start):start]
     if neg.cjk_window:
         near = before[-(neg.cjk_window + 2):]
-        for w in neg.cjk_not_negating:
-            near = near.replace(w, " " * len(w))
-        if any(w in near[-neg.cjk_window:] for w in neg.cjk_words):
+        for compound in neg.cjk_not_negating:
+            near = near.replace(compound, " " * len(compound))
+        if any(negator in near[-neg.cjk_window:] for negator in neg.cjk_words):
             return True
     words = re.findall(r"[\w'’]+", before)[-neg.window:]
     if not words:
