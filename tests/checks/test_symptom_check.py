@@ -87,7 +87,18 @@ def test_a_complaint_alone_is_low_confidence_and_says_how_to_confirm():
 
 
 def test_no_class_no_finding():
-    assert _run("k=3 beat k=7", dep=_dep()) == []
+    assert _run("how do I enable eagle3", dep=_dep()) == []
+
+
+def test_a_smaller_k_doing_better_points_at_k_too_large():
+    f = _run("k=3 beat k=7", dep=_dep())[0]
+    assert f.category is Category.K_TOO_LARGE and f.data["classes"] == ["larger-k-worse"]
+
+
+def test_a_setting_with_no_effect_points_at_a_deprecated_or_ignored_key():
+    f = _run("disable_by_batch_size has no effect", dep=_dep())[0]
+    assert f.category is Category.CONFIG_DEPRECATED
+    assert {"config-deprecated", "spec-inactive"} <= set(f.data["corroborates"])
 
 
 # -- corroboration, not duplication ------------------------------------------------------------------------------

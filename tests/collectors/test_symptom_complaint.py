@@ -18,8 +18,8 @@ def test_complaint_fact_shape():
 
 
 def test_unclassified_complaint_keeps_its_text():
-    fact = symptom_complaint(FactStore(Inputs(symptoms=("k=3 beat k=7",)), providers={}))
-    assert fact["classes"] == [] and fact["text"] == "k=3 beat k=7"
+    fact = symptom_complaint(FactStore(Inputs(symptoms=("how do I enable eagle3 with k=3",)), providers={}))
+    assert fact["classes"] == [] and fact["text"] == "how do I enable eagle3 with k=3"
 
 
 def test_no_symptom_no_fact():

@@ -69,8 +69,13 @@ def test_stage():
 
 
 def test_no_class_is_kept_as_text():
-    c = classify("k=3 beat k=7 by a lot")
-    assert c.classes == () and c.text == "k=3 beat k=7 by a lot"
+    c = classify("how do I enable eagle3 with k=3")
+    assert c.classes == () and c.text == "how do I enable eagle3 with k=3"
+
+
+def test_a_smaller_k_beating_a_larger_one_is_read():
+    assert classify("k=3 beat k=7 by a lot").classes == ("larger-k-worse",)
+    assert "larger-k-worse" not in classify("k=7 beat k=3 by a lot").classes
 
 
 def test_joined_texts():
@@ -115,3 +120,61 @@ def test_any_text_classifies_quickly_into_known_classes():
     t0 = time.perf_counter()
     classify(worst)
     assert time.perf_counter() - t0 < 2.0
+
+
+@pytest.mark.parametrize("text, cls", [
+    ("服务报错", "crash"), ("开启eagle3卡死", "hang"), ("开启MTP后变慢了", "slowdown"), ("显存不足", "memory"),
+    ("接受率太低", "low-acceptance"), ("接受率恒为 0%", "zero-acceptance"), ("输出乱码", "wrong-output"),
+    ("speculative decoding开启后无收益", "slowdown"), ("the setting has no effect", "ignored-setting"),
+    ("disable_by_batch_size is silently ignored", "ignored-setting"), ("First request OOMs with MTP", "memory"),
+    ("EAGLE3 with gpt-oss-120b not working", "crash"), ("tool calls come back malformed", "wrong-output"),
+])
+def test_broader_vocabulary(text, cls):
+    assert cls in classify(text).classes
+
+
+@pytest.mark.parametrize("text", ["没有报错", "服务正常启动，无报错", "没有变慢", "acceptance rate is not low",
+                                  "speculation has no effect on the output", "Add an acceptance length regression test"])
+def test_negated_or_neutral_texts_name_no_class(text):
+    assert classify(text).classes == ()
+
+
+def test_chinese_negation_stays_in_its_clause():
+    assert classify("无报错，但是输出乱码").classes == ("wrong-output",)
+    # words that hold a negator without negating: 不断 (continually), 非常 (very)
+    assert classify("不断报错").classes == ("crash",) and classify("开启后非常慢").classes == ("slowdown",)
+
+
+@pytest.mark.parametrize("text, cls", [
+    ("Avg Draft acceptance rate: 9.1%", "low-acceptance"),
+    ("Draft acceptance rate: 0.000, Number of speculative tokens: 16", "zero-acceptance"),
+    ("throughput 410 tok/s vs 520 tok/s without spec", "slowdown"),
+    ("TPS劣化：26token/s->21tokens/s", "slowdown"),
+    ("TPOT 45ms -> 60ms", "latency"),
+    ("proposal time 13 ms instead of 5 ms", "latency"),
+    ("k=2 is 36% faster and k=4 is 28% faster than vanilla", "larger-k-worse"),
+    ("num_speculative_tokens=2 outperforms the default of 4", "larger-k-worse"),
+])
+def test_stated_figures_are_judged(text, cls):
+    assert cls in classify(text).classes
+
+
+@pytest.mark.parametrize("text", [
+    "Draft acceptance rate: 0.655, Number of speculative tokens: 4",  # a normal acceptance at K=4
+    "the acceptance rate should be 80%",  # an expectation, not an observation
+    "mean TTFT got improved from 135.34 ms to 115.42 ms",  # better with speculation
+    "throughput 520 tok/s vs 410 tok/s without spec",
+    "Speedup: 1.62x",
+    "k=4 is 36% faster and k=2 is 28% faster than vanilla",  # the larger K did better
+])
+def test_stated_figures_that_are_fine_add_no_class(text):
+    assert classify(text).classes == ()
+
+
+def test_stated_acceptance_is_judged_for_the_named_method():
+    from spec_doctor.parsers.symptom import stated_figures
+
+    # A mean acceptance length of 1.3 with K unknown: at most 0.3 per token, below every head's floor.
+    assert "low-acceptance" in stated_figures("eagle3: Mean acceptance length: 1.30")
+    # A look-up drafter's acceptance is the workload's: not judged.
+    assert stated_figures("suffix decoding, Mean acceptance length: 1.30") == {}

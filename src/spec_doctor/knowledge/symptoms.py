@@ -16,7 +16,7 @@ from spec_doctor.knowledge.data import load
 SYMPTOMS_FILE = "symptoms.toml"
 # The symptom classes of the contract (SYMPTOM.md), in the order the report names them.
 CLASSES = ("crash", "startup", "memory", "slowdown", "latency", "low-acceptance", "zero-acceptance",
-           "wrong-output", "hang", "no-metrics", "preemption", "unsupported")
+           "wrong-output", "hang", "no-metrics", "preemption", "unsupported", "ignored-setting", "larger-k-worse")
 STAGES = ("startup", "serving")
 
 
@@ -49,12 +49,13 @@ class SymptomClass:
     # words after a match, in its clause, that make it a gain rather than a complaint ("TTFT improved")
     positive_after: tuple[re.Pattern[str], ...] = ()
     positive_before: tuple[re.Pattern[str], ...] = ()  # ... and the words right before it ("lower ITL")
+    beats_patterns: tuple[re.Pattern[str], ...] = ()  # "K=A beats K=B" (larger-k-worse: counted when A < B)
 
 
 def compile_pattern(text: str) -> re.Pattern[str]:
-    """A vocabulary entry as a case-insensitive regex matched at a word start (when it starts with a word
-    character)."""
-    return re.compile((r"\b" if re.match(r"\w", text) else "") + f"(?:{text})", re.I)
+    """A vocabulary entry as a case-insensitive regex matched at a word start (when it starts with a Latin letter
+    or digit: Chinese has no spaces between words, so a CJK entry matches anywhere)."""
+    return re.compile((r"\b" if re.match(r"[A-Za-z0-9_]", text) else "") + f"(?:{text})", re.I)
 
 
 def table() -> dict[str, Any]:
@@ -73,7 +74,7 @@ def symptom_classes() -> dict[str, SymptomClass]:
             fix=row.get("fix", ""), commands=tuple(row.get("commands", ())),
             **{key: tuple(compile_pattern(p) for p in row.get(key, ()))
                for key in ("first_token_patterns", "worse_patterns", "long_prompt_patterns", "load_patterns",
-                           "positive_after", "positive_before")})
+                           "positive_after", "positive_before", "beats_patterns")})
     return out
 
 
@@ -87,6 +88,9 @@ class Negation:
     window: int
     clause_breaks: re.Pattern[str]
     not_negating: frozenset[str]
+    cjk_words: tuple[str, ...] = ()  # negators written straight before the word (无报错)
+    cjk_window: int = 0
+    cjk_not_negating: tuple[str, ...] = ()  # words that hold a negator but do not negate (不断 continually)
 
 
 @functools.cache
@@ -95,7 +99,8 @@ def negation() -> Negation:
     words = tuple(re.compile(r"(?<![\w'’])" + re.escape(w).replace("'", "['’]?") + r"(?![\w'’])", re.I)
                   for w in row["words"])
     return Negation(words, int(row["window"]), re.compile(row["clause_breaks"], re.I),
-                    frozenset(w.lower() for w in row["not_negating"]))
+                    frozenset(w.lower() for w in row["not_negating"]), tuple(row.get("cjk_words", ())),
+                    int(row.get("cjk_window", 0)), tuple(row.get("cjk_not_negating", ())))
 
 
 @functools.cache
@@ -104,3 +109,59 @@ def stage_patterns() -> tuple[tuple[re.Pattern[str], ...], tuple[re.Pattern[str]
     row = table()["stage"]
     return (tuple(compile_pattern(p) for p in row["startup"]), tuple(compile_pattern(p) for p in row["serving"]),
             frozenset(row["serving_classes"]))
+
+
+@dataclass(frozen=True)
+class FigureWords:
+    """The vocabulary that reads figures a complaint states (symptoms.toml [figures])."""
+    rate: tuple[re.Pattern[str], ...]
+    length: tuple[re.Pattern[str], ...]
+    k: tuple[re.Pattern[str], ...]
+    per_position: re.Pattern[str]
+    pair: re.Pattern[str]
+    unit_throughput: re.Pattern[str]
+    without: tuple[re.Pattern[str], ...]
+    latency_words: tuple[re.Pattern[str], ...]
+    speedup: re.Pattern[str]
+    hypothetical: tuple[re.Pattern[str], ...]
+
+
+@functools.cache
+def figure_words() -> FigureWords:
+    row = table()["figures"]
+    units = f"{row['unit_throughput']}|{row['unit_latency']}"
+    return FigureWords(
+        rate=tuple(re.compile(p, re.I) for p in row["rate"]), length=tuple(re.compile(p, re.I) for p in row["length"]),
+        k=tuple(re.compile(p, re.I) for p in row["k"]), per_position=re.compile(row["per_position"], re.I),
+        pair=re.compile(row["pair"].replace("{unit}", rf"(?:{units})(?![\w/])"), re.I),
+        unit_throughput=re.compile(rf"^(?:{row['unit_throughput']})$", re.I),
+        without=tuple(compile_pattern(p) for p in row["without"]),
+        latency_words=tuple(compile_pattern(p) for p in row["latency_words"]),
+        speedup=re.compile(row["speedup"], re.I), hypothetical=tuple(compile_pattern(p) for p in row["hypothetical"]))
+
+
+@functools.cache
+def _method_names() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """Each speculative method of knowledge/data/methods.toml with the ways a complaint writes it ("eagle3",
+    "EAGLE-3", "deepseek_mtp", "n-gram"), longest names first so that "eagle3" wins over "eagle"."""
+    from spec_doctor.knowledge.specdata import methods_data
+
+    names = sorted((row["name"] for row in methods_data()["method"]), key=len, reverse=True)
+    out = []
+    for name in names:
+        written = r"[-_ ]?".join(re.escape(part) for part in re.split(r"[_\s]", name))
+        written = re.sub(r"([a-z])(\d)", r"\1[-_ ]?\2", written)  # eagle3 / EAGLE-3
+        written = written.replace("ngram", "n[-_ ]?gram")  # n-gram
+        out.append((name, re.compile(rf"(?<![A-Za-z0-9]){written}(?![A-Za-z0-9])", re.I)))
+    return tuple(out)
+
+
+def method_in_text(text: str) -> str | None:
+    """The one speculative method a complaint names (None when it names none, or several)."""
+    found: list[str] = []
+    rest = text
+    for name, pattern in _method_names():
+        if pattern.search(rest):
+            found.append(name)
+            rest = pattern.sub(" ", rest)
+    return found[0] if len(found) == 1 else None

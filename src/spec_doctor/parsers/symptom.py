@@ -4,7 +4,10 @@ symptom classes of knowledge/data/symptoms.toml (crash, memory, slowdown, ...) w
 
 What the user saw, never a cause: the classes are the vocabulary a check reads (fact ``symptom.complaint``); no
 check parses the text itself. Matching is case-insensitive at word starts; a symptom word negated in its clause
-("no crash", "without errors", "not slower") does not count. A complaint that matches no class is kept as text.
+("no crash", "without errors", "not slower", "无报错") does not count. Figures the text states without judging them
+("Avg Draft acceptance rate: 9.1%", "26 tok/s -> 21 tok/s", "k=2 is 36% faster and k=4 is 28% faster") are read with
+the parsers of --acceptance / --throughput / --latency and judged as those options are (stated_figures). A complaint
+that matches no class is kept as text.
 """
 
 from __future__ import annotations
@@ -15,7 +18,18 @@ from dataclasses import dataclass, field
 
 from spec_doctor.engine.facts import InputError
 from spec_doctor.engine.limits import clean
-from spec_doctor.knowledge.symptoms import CLASSES, negation, stage_patterns, symptom_classes
+from spec_doctor.knowledge.data import threshold
+from spec_doctor.knowledge.models import MODEL_FREE, method_family
+from spec_doctor.knowledge.observed import alpha_floor, judge_acceptance, speed_verdict
+from spec_doctor.knowledge.symptoms import (
+    CLASSES,
+    figure_words,
+    method_in_text,
+    negation,
+    stage_patterns,
+    symptom_classes,
+)
+from spec_doctor.parsers.observed import parse_acceptance, parse_pair, parse_throughput
 
 # A complaint is a sentence or a few quoted passages, not a log: a --symptom longer than this is a pasted log
 # (give it with --log) or an abuse of the option.
@@ -66,6 +80,12 @@ def is_negated(text: str, start: int) -> bool:
     one that does not negate, e.g. "no matter")."""
     neg = negation()
     before = text[_clause_start(text, start):start]
+    if neg.cjk_window:
+        near = before[-(neg.cjk_window + 2):]
+        for compound in neg.cjk_not_negating:
+            near = near.replace(compound, " " * len(compound))
+        if any(negator in near[-neg.cjk_window:] for negator in neg.cjk_words):
+            return True
     words = re.findall(r"[\w'’]+", before)[-neg.window:]
     if not words:
         return False
@@ -123,9 +143,139 @@ def classify(text: str) -> Complaint:
         negated += neg
         if kept:
             matched[name] = tuple(dict.fromkeys(kept))
+    for name, phrases in stated_figures(text).items():
+        matched[name] = tuple(dict.fromkeys((*matched.get(name, ()), *phrases)))
     classes = tuple(c for c in CLASSES if c in matched)
     return Complaint(text=text, classes=classes, stage=_stage(text, classes), matched=matched,
                      negated=tuple(dict.fromkeys(negated)))
+
+
+def _observed(text: str, start: int) -> bool:
+    """A figure at ``start`` that the text reports as seen: not negated, not an expectation ("should be 80%")."""
+    clause = text[_clause_start(text, start):start]
+    return not is_negated(text, start) and not any(p.search(clause) for p in figure_words().hypothetical)
+
+
+def _stated_k(text: str) -> int | None:
+    """The one K the text states (num_speculative_tokens, k=N, or the count of per-position rates)."""
+    words = figure_words()
+    ks = {int(m.group(1)) for p in words.k for m in p.finditer(text)}
+    ks |= {len(m.group(1).split(",")) for m in words.per_position.finditer(text)}
+    ks.discard(0)
+    return ks.pop() if len(ks) == 1 else None
+
+
+def _acceptance_classes(text: str) -> dict[str, list[str]]:
+    """Acceptance figures the text states, judged against the method's expected acceptance as --acceptance is."""
+    words = figure_words()
+    k, method = _stated_k(text), method_in_text(text)
+    out: dict[str, list[str]] = {}
+    for pattern, kind in [(p, "rate") for p in words.rate] + [(p, "length") for p in words.length]:
+        for m in pattern.finditer(text):
+            if not _observed(text, m.start()):
+                continue
+            typed = (f"{m.group(1)}%" if m.group(2) else m.group(1)) if kind == "rate" else f"AL={m.group(1)}"
+            try:
+                rate, length = parse_acceptance(typed)
+            except InputError:
+                continue  # not a figure --acceptance would take (87 without %)
+            status = _judge_stated(rate, length, k, method)
+            if status == "zero":
+                out.setdefault("zero-acceptance", []).append(m.group(0))
+            elif status == "low":
+                out.setdefault("low-acceptance", []).append(m.group(0))
+    return out
+
+
+def _judge_stated(rate: float | None, length: float | None, k: int | None, method: str | None) -> str:
+    """judge_acceptance's status; a mean acceptance length with K unknown is judged at K=1, where it gives the
+    highest per-token acceptance it can mean (AL - 1): below the method's floor there, it is low at any K."""
+    if length is not None and k is None:
+        if length <= 1.0:
+            return "zero"
+        floor = alpha_floor(method)
+        if method_family(method) == MODEL_FREE or floor is None:
+            return "unknown"
+        return "low" if min(length - 1.0, 1.0) < floor else "unknown"
+    if length is not None and k is not None and length > k + 1:
+        return "unknown"
+    return judge_acceptance(rate, length, k, method).status
+
+
+def _pair_classes(text: str) -> dict[str, list[str]]:
+    """A with/without throughput or latency pair the text states, worse with speculation: slowdown / latency."""
+    words = figure_words()
+    band = threshold("observed_even_band")
+    out: dict[str, list[str]] = {}
+    for m in words.pair.finditer(text):
+        a, unit_a, sep, b, unit = m.group(1), m.group(2), m.group(3).lower(), m.group(4), m.group(5)
+        if unit_a and unit_a.lower() != unit.lower():
+            continue
+        after = text[m.end():m.end() + 40]
+        if sep == "instead of" or any(p.search(after) for p in words.without):
+            with_spec, without = a, b  # "A vs B without spec", "A instead of B"
+        elif sep in ("->", "→", "=>", "to"):
+            with_spec, without = b, a  # before -> after: the complaint is about turning speculation on
+        else:
+            continue
+        if not _observed(text, m.start()):
+            continue
+        try:
+            if words.unit_throughput.match(unit):
+                pair, _ = parse_throughput(f"{with_spec}:{without}")
+                if pair and speed_verdict(pair[0] / pair[1]) == "costing":
+                    out.setdefault("slowdown", []).append(m.group(0))
+            elif any(p.search(text[max(0, m.start() - 40):m.end()]) for p in words.latency_words):
+                lat = parse_pair(f"{with_spec}:{without}", "--latency", "the same unit", "60:45")
+                if lat[0] > lat[1] * (1 + band):
+                    out.setdefault("latency", []).append(m.group(0))
+        except InputError:
+            continue
+    for m in words.speedup.finditer(text):
+        try:
+            _, ratio = parse_throughput(f"{m.group(1)}x")
+        except InputError:
+            continue
+        if ratio is not None and speed_verdict(ratio) == "costing" and _observed(text, m.start()):
+            out.setdefault("slowdown", []).append(m.group(0))
+    return out
+
+
+_K_FIGURE = re.compile(r"(\d+(?:\.\d+)?)\s*(%\s*faster|x\b|×|tok(?:en)?s?/s|tps)", re.I)
+
+
+def _larger_k_classes(text: str) -> dict[str, list[str]]:
+    """A smaller K stated to do better than a larger one: "k=2 is 36% faster and k=4 is 28% faster", "K=3 beats
+    K=7"."""
+    words = figure_words()
+    found: list[str] = []
+    for p in symptom_classes()["larger-k-worse"].beats_patterns:
+        found += [m.group(0) for m in p.finditer(text) if int(m.group(1)) < int(m.group(2)) and _observed(text, m.start())]
+    marks = [(m.start(), m.end(), int(m.group(1))) for p in words.k for m in p.finditer(text)]
+    marks.sort()
+    by_k: dict[tuple[int, str], float] = {}
+    for i, (_, end, k) in enumerate(marks):
+        segment = text[end:marks[i + 1][0] if i + 1 < len(marks) else len(text)]
+        fig = _K_FIGURE.search(segment)
+        if fig:
+            unit = fig.group(2).lower().replace(" ", "")
+            by_k.setdefault((k, unit), float(fig.group(1)))
+    band = threshold("observed_even_band")
+    for (k1, u1), v1 in by_k.items():
+        for (k2, u2), v2 in by_k.items():
+            if u1 == u2 and k1 < k2 and v1 > v2 * (1 + band):
+                found.append(f"K={k1}: {v1:g}{u1} vs K={k2}: {v2:g}{u2}")
+    return {"larger-k-worse": found} if found else {}
+
+
+def stated_figures(text: str) -> dict[str, tuple[str, ...]]:
+    """The classes that figures stated in the text show (class -> the figures as written): an acceptance below what
+    the method normally reaches, a with/without pair worse with speculation, a smaller K doing better."""
+    out: dict[str, list[str]] = {}
+    for part in (_acceptance_classes(text), _pair_classes(text), _larger_k_classes(text)):
+        for name, phrases in part.items():
+            out.setdefault(name, []).extend(phrases)
+    return {name: tuple(dict.fromkeys(p)) for name, p in out.items()}
 
 
 def _stage(text: str, classes: tuple[str, ...]) -> str | None:
