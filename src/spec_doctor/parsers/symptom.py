@@ -29,7 +29,7 @@ from spec_doctor.knowledge.symptoms import (
     stage_patterns,
     symptom_classes,
 )
-from spec_doctor.parsers.observed import parse_acceptance, parse_pair, parse_throughput
+from spec_doctor.parsers.observed import parse_acceptance, parse_latency, parse_throughput
 
 # A complaint is a sentence or a few quoted passages, not a log: a --symptom longer than this is a pasted log
 # (give it with --log) or an abuse of the option.
@@ -226,7 +226,7 @@ def _pair_classes(text: str) -> dict[str, list[str]]:
                 if pair and speed_verdict(pair[0] / pair[1]) == "costing":
                     out.setdefault("slowdown", []).append(m.group(0))
             elif any(p.search(text[max(0, m.start() - 40):m.end()]) for p in words.latency_words):
-                lat = parse_pair(f"{with_spec}:{without}", "--latency", "the same unit", "60:45")
+                lat = parse_latency(f"{with_spec}:{without}")
                 if lat[0] > lat[1] * (1 + band):
                     out.setdefault("latency", []).append(m.group(0))
         except InputError:
