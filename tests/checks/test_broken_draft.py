@@ -79,6 +79,28 @@ def test_zero_acceptance_is_not_a_broken_path_for_lookup_drafters_or_tiny_sample
     assert "logs.acceptance.dead-drafter" not in found(check(tmp_path, spec_lines(ZERO, 20), "--draft", "eagle3"))
 
 
+def test_a_trained_head_hardly_ever_accepted_over_many_drafts_is_a_broken_draft_path_too(tmp_path):
+    # 1 % of 2,400 first positions from an MTP head: as unlikely from a working head as none at all
+    r = check(tmp_path, spec_lines((0.01,), 2400), "--draft", "mtp")
+    f = found(r)["logs.acceptance.dead-drafter"]
+    assert f["category"] == "engine-bug" and f["data"]["chance"] < 1e-4 and "hardly ever" in f["title"]
+    assert "logs.acceptance.low" not in found(r)  # one diagnosis: not a draft that guesses badly
+    # the same rate over few drafts, a rate near the floor, or a draft model: weak drafts, not a broken path
+    assert "logs.acceptance.dead-drafter" not in found(check(tmp_path, spec_lines((0.01,), 60), "--draft", "mtp"))
+    assert "logs.acceptance.dead-drafter" not in found(check(tmp_path, spec_lines((0.045,), 2400), "--draft", "mtp"))
+    assert "logs.acceptance.dead-drafter" not in found(
+        check(tmp_path, spec_lines((0.01,), 2400), "--draft", "Qwen/Qwen2.5-0.5B-Instruct"))
+
+
+def test_below_floor_chance_is_the_exact_zero_case_at_zero_and_shrinks_with_the_sample():
+    from spec_doctor.knowledge import acceptance as acc
+
+    assert acc.below_floor_chance(0, 200, 0.05) == acc.never_accepted_chance(200, 0.05)
+    assert acc.below_floor_chance(6, 100, 0.05) == 1.0  # at the floor: no evidence
+    small, large = acc.below_floor_chance(1, 100, 0.05), acc.below_floor_chance(24, 2400, 0.05)
+    assert large < 1e-4 < small < 1.0
+
+
 def test_a_quoted_exception_message_is_the_exception_it_names(tmp_path):
     r = check(tmp_path, "Shape: 3328 out of considered ranges: [(1, 2048)]\n", "--draft", "dflash")
     (crash,) = [f for f in r["findings"] if f["id"] == "logs.crash.traceback"]
@@ -157,7 +179,7 @@ def test_a_crash_that_is_a_known_bug_says_where_it_was_fixed(tmp_path):
     assert other["data"]["known_bug"] is None
 
 
-def _zero_metrics(tmp_path):
+def _zero_metrics(tmp_path, zero: bool = True):
     from pathlib import Path
 
     gen = Path(__file__).resolve().parents[2] / "fixtures" / "metrics" / "gen"
@@ -165,6 +187,9 @@ def _zero_metrics(tmp_path):
     after = tmp_path / "after.txt"
     before.write_text((gen / "random-draft-before.txt").read_text())
     text = (gen / "random-draft-after.txt").read_text()
+    if not zero:  # as recorded: 3 of 1,500 drafts accepted
+        after.write_text(text)
+        return str(before), str(after)
     text = text.replace('num_accepted_tokens_total{engine="0",model_name="tiny-target"} 3.0',
                         'num_accepted_tokens_total{engine="0",model_name="tiny-target"} 0.0')
     text = text.replace('model_name="tiny-target",position="0"} 3.0', 'model_name="tiny-target",position="0"} 0.0')
@@ -172,7 +197,7 @@ def _zero_metrics(tmp_path):
     return str(before), str(after)
 
 
-def _metrics_zero(tmp_path, method: str):
+def _metrics_zero(tmp_path, method: str, zero: bool = True):
     from packaging.version import Version
 
     from spec_doctor.engine.facts import Sourced
@@ -180,7 +205,7 @@ def _metrics_zero(tmp_path, method: str):
     from spec_doctor.engine.session import build_store, diagnose
     from spec_doctor.knowledge.deployment import DeploymentConfig, SpecConfig
 
-    inputs = Inputs(metrics_baseline=list(_zero_metrics(tmp_path)))
+    inputs = Inputs(metrics_baseline=list(_zero_metrics(tmp_path, zero)))
     raw = {"method": method, "model": "/models/draft", "num_speculative_tokens": 3}
     dep = DeploymentConfig(origin="cmd", model="/models/target", args={}, sources={},
                            speculative=SpecConfig(method=method, model="/models/draft", num_speculative_tokens=3,
@@ -197,3 +222,11 @@ def test_zero_accepted_counters_from_a_trained_head_are_a_broken_draft_path(tmp_
     # a separate draft model can honestly be that bad (another tokenizer): low acceptance, as before
     draft = _metrics_zero(tmp_path, "draft_model")["metrics.acceptance.zero"]
     assert draft.category.value == "low-acceptance"
+
+
+def test_hardly_ever_accepted_counters_from_a_trained_head_are_a_broken_draft_path(tmp_path):
+    head = _metrics_zero(tmp_path, "eagle3", zero=False)
+    assert head["metrics.acceptance.collapsed"].category.value == "engine-bug"
+    assert "metrics.acceptance.low" not in head
+    draft = _metrics_zero(tmp_path, "draft_model", zero=False)
+    assert "metrics.acceptance.collapsed" not in draft

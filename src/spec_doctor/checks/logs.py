@@ -189,7 +189,8 @@ def known_errors(facts: Mapping[str, Any]) -> list[Finding]:
 @check("logs.acceptance", categories=["healthy", "low-acceptance", "engine-bug", "k-too-large"],
        needs=["logs.files"], wants=["config.deployment", "vllm.version", "vllm.version_range"],
        findings={"logs.acceptance.healthy": "speculation runs and accepts a useful number of tokens per step",
-                 "logs.acceptance.dead-drafter": "a drafter trained for the target is never accepted over many drafts",
+                 "logs.acceptance.dead-drafter": "a drafter trained for the target is never, or hardly ever, accepted over so "
+                                                 "many drafts that a working head cannot give it",
                  "logs.acceptance.tail-cliff": "a zero tail too thin to call a bug alone, or one a known bug explains",
                  "logs.acceptance.low": "the draft's tokens are rarely accepted over the run",
                  "logs.acceptance.borderline": "acceptance under the method's floor but within sampling noise: "
@@ -273,7 +274,9 @@ def _acceptance_stream(s, k_cfg: int | None, hot: tuple | None = None, spec: Any
             low = below_cost or judged.below
         else:
             low = rate is not None and rate < threshold("low_acceptance")
-    if low:
+    if dead:
+        pass  # one diagnosis: a broken draft path, not a draft that guesses badly for this workload
+    elif low:
         # At a hot temperature sampling is not ruled out (sampling.temperature reports that): the draft
         # itself can only be judged at T=0.
         sev, conf = Severity.INFO if hot or uncounted else Severity.WARNING, \
@@ -415,27 +418,43 @@ def _dead_drafter(s, per, ev: Evidence, data: dict, method: str | None, release:
     first position at least trained_drafter_min_first_acceptance of the time have chance (1 - floor)^drafts.
     That is a broken draft path (weights not loaded, a wrong layer mapping, a release's bug), not weak drafts.
     A draft model or a lookup drafter can honestly be that bad (another tokenizer, text without repeats)."""
-    if method_family(method) != HEAD or s.accepted > 0 or any(p > 0 for p in per):
+    if method_family(method) != HEAD:
         return []
     drafts = s.pos_drafts or (s.drafted / s.k if s.k else 0)
+    mal = data.get("mean_acceptance_length")
+    if drafts <= 0 and s.accepted > 0 and mal and mal > 1:
+        # K unknown (a line cut before its per-position rates): the mean acceptance length is 1 + accepted per
+        # draft, so accepted / (L - 1) drafts, L read at the top of its printed rounding (fewer drafts: surer never).
+        drafts = s.accepted / (mal - 1 + 0.005)
     if drafts <= 0 or s.drafted <= 0:
         return []
+    # First positions accepted: the per-position rate where the line gives it, else every accepted token (an upper
+    # bound on them: a deeper accept needs the first), so a near-zero figure is never overstated.
+    first = per[0] * drafts if per else float(s.accepted)
     floor = threshold("trained_drafter_min_first_acceptance")
-    chance = acc.never_accepted_chance(drafts, floor)
+    chance = acc.below_floor_chance(min(first, drafts), drafts, floor)
     if chance >= threshold("dead_tail_max_chance"):
         return []
+    zero = s.accepted == 0 and not any(p > 0 for p in per)
     generic = generic_bug("dead-drafter")
-    known = symptom_bugs("zero-acceptance", method, release[0], release[1])
-    ev2 = [ev, Evidence(s.lines_range(), f"0 of {s.drafted:.0f} drafted tokens accepted over ~{drafts:.0f} drafts: a "
-                                         f"{method} head accepting even {floor:.0%} of first positions gives that "
+    known = symptom_bugs("zero-acceptance", method, release[0], release[1]) or (
+        [] if zero else symptom_bugs("low-acceptance", method, release[0], release[1]))
+    seen = (f"0 of {s.drafted:.0f} drafted tokens accepted" if zero else
+            f"{s.accepted:.0f} of {s.drafted:.0f} drafted tokens accepted ({s.accepted / s.drafted:.1%})")
+    ev2 = [ev, Evidence(s.lines_range(), f"{seen} over ~{drafts:.0f} drafts: a {method} head accepting even "
+                                         f"{floor:.0%} of first positions gives {'that' if zero else 'so few'} "
                                          f"with a chance of {chance:.1e}")]
     if known:
         ev2.append(Evidence(known[0][0].source, f"{known[0][0].title}: {known[0][0].meaning} Fixed: {known[0][0].fixed_label()}."))
-    note = f" (at temperature {hot[0]:g}, which lowers acceptance but not to exactly 0)" if hot else ""
+    note = (f" (at temperature {hot[0]:g}, which lowers acceptance but not to "
+            f"{'exactly 0' if zero else 'this'})") if hot else ""
+    title = (f"The {method} drafter is never accepted: 0 of {s.drafted:.0f} drafted tokens{note}; a broken "
+             "draft path, not a weak draft") if zero else (
+        f"The {method} drafter is hardly ever accepted: {s.accepted:.0f} of {s.drafted:.0f} drafted tokens "
+        f"({s.accepted / s.drafted:.1%}){note}, far below what a head trained for this target accepts; a broken "
+        "draft path, not a weak draft")
     return [Finding("logs.acceptance.dead-drafter", Category.ENGINE_BUG, Severity.WARNING,
-                    acc.chance_confidence(chance),
-                    f"The {method} drafter is never accepted: 0 of {s.drafted:.0f} drafted tokens{note}; a broken "
-                    "draft path, not a weak draft", tuple(ev2),
+                    acc.chance_confidence(chance), title, tuple(ev2),
                     Fix(known[0][0].fix if known else generic.get("fix", ""),
                         known[0][0].commands if known else tuple(generic.get("commands", ()))),
                     impact=generic.get("meaning"),

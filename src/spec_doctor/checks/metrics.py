@@ -321,6 +321,8 @@ def spec_active(facts: Mapping[str, Any]) -> list[Finding]:
        findings={
            "metrics.acceptance.low": "mean acceptance length below what the draft's cost needs to pay off, or below "
                                      "the weakest published run of its method at its K",
+           "metrics.acceptance.collapsed": "a head trained for the target is hardly ever accepted over so many "
+                                           "drafts that a working one cannot give it: a broken draft path",
            "metrics.acceptance.zero": "not one draft token was accepted: the draft is broken or mismatched (a "
                                       "trained head: a broken draft path)",
            "metrics.acceptance.borderline": "mean acceptance length under the method's floor but within sampling "
@@ -387,6 +389,25 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
                         better),
                 impact="Every draft step is pure overhead: slower than no speculation.", impact_score=0.95,
                 data=data))
+        elif method_family(getattr(spec, "method", None)) == HEAD and d.num_drafts >= 5 * threshold("min_drafts") \
+                and (chance := acc.below_floor_chance(
+                    min(d.per_position_rates[0] * d.num_drafts if d.per_position_rates
+                        else float(d.num_accepted_tokens or 0), float(d.num_drafts)),
+                    float(d.num_drafts), threshold("trained_drafter_min_first_acceptance"))) \
+                < threshold("dead_tail_max_chance"):
+            # Hardly ever accepted, not never: from a head trained for the target as unlikely as none at all (the
+            # same rule as logs.acceptance dead-drafter).
+            method = getattr(spec, "method", None)
+            generic = generic_bug("dead-drafter")
+            out.append(Finding(
+                "metrics.acceptance.collapsed", Category.ENGINE_BUG, Severity.ERROR, acc.chance_confidence(chance),
+                f"The {method} drafter is hardly ever accepted: {_num(d.num_accepted_tokens)} of "
+                f"{_num(d.num_draft_tokens)} draft tokens ({_label(w, d)}), far below what a head trained for this "
+                "target accepts; a broken draft path, not a weak draft",
+                evidence=(*ev, Evidence(generic.get("source", ""), generic.get("meaning", ""))),
+                fix=Fix(generic.get("fix", ""), tuple(generic.get("commands", ()))),
+                impact="Nearly every draft step is overhead: slower than no speculation.", impact_score=0.9,
+                data={**data, "chance": chance}))
         elif al < 1 + step_typ or judged.below:
             below_cost = al < 1 + step_typ
             sure = al < 1 + step_low

@@ -331,6 +331,23 @@ def never_accepted_chance(drafts: float, floor: float) -> float:
     return math.exp(max(drafts * math.log1p(-min(floor, 0.999999)), -745.0))
 
 
+def below_floor_chance(accepted: float, drafts: float, floor: float) -> float:
+    """The chance that a drafter whose first position is accepted at least `floor` of the time has at most
+    `accepted` of `drafts` drafts accepted there: the Chernoff bound exp(-n KL(x/n || floor)) of the binomial tail
+    (an upper bound: what it calls unlikely is at least that unlikely), exact at x = 0 ((1 - floor)^n,
+    never_accepted_chance); 1 when x/n is not below the floor."""
+    if drafts <= 0:
+        return 1.0
+    q = max(0.0, accepted) / drafts
+    if q <= 0:
+        return never_accepted_chance(drafts, floor)
+    p = min(floor, 0.999999)
+    if q >= p:
+        return 1.0
+    kl = q * math.log(q / p) + (1 - q) * math.log((1 - q) / (1 - p))
+    return math.exp(max(-drafts * kl, -745.0))
+
+
 def _next_conditional(conds: Sequence[float], weights: Sequence[float]) -> float:
     """The conditional acceptance of the position after the fitted ones: a weighted least-squares line over
     (position, conditional), its slope capped at 0 (deeper positions are never predicted to accept more)."""
