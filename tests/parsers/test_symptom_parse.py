@@ -178,3 +178,11 @@ def test_stated_acceptance_is_judged_for_the_named_method():
     assert "low-acceptance" in stated_figures("eagle3: Mean acceptance length: 1.30")
     # A look-up drafter's acceptance is the workload's: not judged.
     assert stated_figures("suffix decoding, Mean acceptance length: 1.30") == {}
+
+
+def test_speculative_decoding_names_the_feature_not_the_serving_stage():
+    from spec_doctor.parsers.symptom import classify
+
+    assert classify("fails at config validation, before any model loads: NotImplementedError: Speculative "
+                    "decoding is not supported").stage == "startup"
+    assert classify("it crashes during decoding after a few requests").stage == "serving"
