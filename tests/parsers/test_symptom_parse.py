@@ -186,3 +186,14 @@ def test_speculative_decoding_names_the_feature_not_the_serving_stage():
     assert classify("fails at config validation, before any model loads: NotImplementedError: Speculative "
                     "decoding is not supported").stage == "startup"
     assert classify("it crashes during decoding after a few requests").stage == "serving"
+
+
+def test_wrong_output_in_the_words_of_evals_and_of_a_behaviour_only_speculation_changes():
+    from spec_doctor.parsers.symptom import classify
+
+    for text in ("every generation is one repeated token", "poor accuracy on our eval set with eagle3",
+                 "GSM8K score dropped from 0.91 to 0.62 after enabling MTP",
+                 "the stop sequence is not enforced when speculative decoding is enabled",
+                 "it works correctly when speculative decoding is disabled"):
+        assert "wrong-output" in classify(text).classes, text
+    assert "wrong-output" not in classify("accuracy is the same with and without speculation").classes
