@@ -197,3 +197,12 @@ def test_wrong_output_in_the_words_of_evals_and_of_a_behaviour_only_speculation_
                  "it works correctly when speculative decoding is disabled"):
         assert "wrong-output" in classify(text).classes, text
     assert "wrong-output" not in classify("accuracy is the same with and without speculation").classes
+
+
+def test_cuda_graphs_the_user_saw_missing_or_dropped_are_their_own_class():
+    from spec_doctor.parsers.symptom import classify
+
+    for text in ("not all cuda graph sizes are being captured", "the drafter falls back to eager mode",
+                 "cudagraph_mode is downgraded to PIECEWISE with spec decode", "CUDA graph capture fails for the drafter"):
+        assert "cuda-graphs" in classify(text).classes, text
+    assert "cuda-graphs" not in classify("graphs are captured fine and it is fast").classes

@@ -16,7 +16,8 @@ from spec_doctor.knowledge.data import load
 SYMPTOMS_FILE = "symptoms.toml"
 # The symptom classes of the contract (SYMPTOM.md), in the order the report names them.
 CLASSES = ("crash", "startup", "memory", "slowdown", "latency", "low-acceptance", "zero-acceptance",
-           "wrong-output", "hang", "no-metrics", "preemption", "unsupported", "ignored-setting", "larger-k-worse")
+           "wrong-output", "hang", "no-metrics", "preemption", "unsupported", "ignored-setting", "larger-k-worse",
+           "cuda-graphs")
 STAGES = ("startup", "serving")
 
 
