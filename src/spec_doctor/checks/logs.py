@@ -16,7 +16,6 @@ from spec_doctor.knowledge import acceptance as acc
 from spec_doctor.knowledge.crashes import stage_of_source
 from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
-from spec_doctor.knowledge.models import HEAD, method_family
 from spec_doctor.knowledge.release_bugs import generic_bug, symptom_bugs
 from spec_doctor.knowledge.temperature import hot_sampling
 
@@ -415,10 +414,11 @@ def _dead_drafter(s, per, ev: Evidence, data: dict, method: str | None, release:
                   hot: tuple | None) -> list[Finding]:
     """A drafter trained for the target (a head: EAGLE/EAGLE-3/MTP/DFlash/Medusa) whose drafts are never
     accepted over enough drafts that a working one cannot give that: zero accepts from a head that accepts its
-    first position at least trained_drafter_min_first_acceptance of the time have chance (1 - floor)^drafts.
+    first position at least its collapse floor (knowledge/acceptance.collapse_floor) have chance (1 - floor)^drafts.
     That is a broken draft path (weights not loaded, a wrong layer mapping, a release's bug), not weak drafts.
     A draft model or a lookup drafter can honestly be that bad (another tokenizer, text without repeats)."""
-    if method_family(method) != HEAD:
+    floor = acc.collapse_floor(method)
+    if floor is None:
         return []
     drafts = s.pos_drafts or (s.drafted / s.k if s.k else 0)
     mal = data.get("mean_acceptance_length")
@@ -430,10 +430,8 @@ def _dead_drafter(s, per, ev: Evidence, data: dict, method: str | None, release:
         return []
     # First positions accepted: the per-position rate where the line gives it, else every accepted token (an upper
     # bound on them: a deeper accept needs the first), so a near-zero figure is never overstated.
-    first = per[0] * drafts if per else float(s.accepted)
-    floor = threshold("trained_drafter_min_first_acceptance")
-    chance = acc.below_floor_chance(min(first, drafts), drafts, floor)
-    if chance >= threshold("dead_tail_max_chance"):
+    chance = acc.collapsed_chance(method, per[0] * drafts if per else float(s.accepted), drafts)
+    if chance is None or chance >= threshold("dead_tail_max_chance"):
         return []
     zero = s.accepted == 0 and not any(p > 0 for p in per)
     generic = generic_bug("dead-drafter")

@@ -15,7 +15,6 @@ from spec_doctor.engine.registry import check
 from spec_doctor.knowledge import acceptance as acc
 from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
-from spec_doctor.knowledge.models import HEAD, method_family
 from spec_doctor.knowledge.release_bugs import generic_bug
 from spec_doctor.knowledge.temperature import hot_sampling
 from spec_doctor.parsers.promparse import EngineDelta, Gauges, MetricsWindow, metric_names, per_model
@@ -367,8 +366,8 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
         judged = acc.judge_acceptance(getattr(spec, "method", None), k, al, drafts=d.num_drafts)
         if d.num_accepted_tokens == 0 and d.num_drafts >= 5 * threshold("min_drafts"):
             method = getattr(spec, "method", None)
-            chance = acc.never_accepted_chance(d.num_drafts, threshold("trained_drafter_min_first_acceptance"))
-            if method_family(method) == HEAD and chance < threshold("dead_tail_max_chance"):
+            chance = acc.collapsed_chance(method, 0.0, float(d.num_drafts))
+            if chance is not None and chance < threshold("dead_tail_max_chance"):
                 # A head trained for the target never matching it is a broken draft path, not a weak draft
                 # (the same rule as logs.acceptance dead-drafter).
                 generic = generic_bug("dead-drafter")
@@ -389,12 +388,10 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
                         better),
                 impact="Every draft step is pure overhead: slower than no speculation.", impact_score=0.95,
                 data=data))
-        elif method_family(getattr(spec, "method", None)) == HEAD and d.num_drafts >= 5 * threshold("min_drafts") \
-                and (chance := acc.below_floor_chance(
-                    min(d.per_position_rates[0] * d.num_drafts if d.per_position_rates
-                        else float(d.num_accepted_tokens or 0), float(d.num_drafts)),
-                    float(d.num_drafts), threshold("trained_drafter_min_first_acceptance"))) \
-                < threshold("dead_tail_max_chance"):
+        elif d.num_drafts >= 5 * threshold("min_drafts") and (chance := acc.collapsed_chance(
+                getattr(spec, "method", None),
+                d.per_position_rates[0] * d.num_drafts if d.per_position_rates else float(d.num_accepted_tokens or 0),
+                float(d.num_drafts))) is not None and chance < threshold("dead_tail_max_chance"):
             # Hardly ever accepted, not never: from a head trained for the target as unlikely as none at all (the
             # same rule as logs.acceptance dead-drafter).
             method = getattr(spec, "method", None)

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from spec_doctor.knowledge.data import threshold
-from spec_doctor.knowledge.models import MODEL_FREE, method_family
+from spec_doctor.knowledge.models import HEAD, MODEL_FREE, method_family
 
 MAX_K = 10
 # Recommend the smallest K whose speedup is within this fraction of the best: the curve is flat near
@@ -346,6 +346,27 @@ def below_floor_chance(accepted: float, drafts: float, floor: float) -> float:
         return 1.0
     kl = q * math.log(q / p) + (1 - q) * math.log((1 - q) / (1 - p))
     return math.exp(max(-drafts * kl, -745.0))
+
+
+def collapse_floor(method: str | None) -> float | None:
+    """The first-position acceptance that any working drafter of `method` exceeds on any text at any temperature,
+    or None where no such floor exists: a draft model or a look-up drafter can honestly accept next to nothing
+    (another tokenizer, text without repeats). For a head trained for the target (EAGLE / EAGLE-3 / MTP / DFlash /
+    Medusa) it is trained_drafter_min_first_acceptance."""
+    if method_family(method) != HEAD:
+        return None
+    return threshold("trained_drafter_min_first_acceptance")
+
+
+def collapsed_chance(method: str | None, first_accepts: float, drafts: float) -> float | None:
+    """The chance that a working drafter of `method` has at most `first_accepts` of `drafts` drafts accepted at
+    their first position (below_floor_chance at collapse_floor); None for a method with no such floor or no
+    drafts. Below dead_tail_max_chance the draft path is broken, not weak (logs, /metrics and stated figures all
+    judge it by this)."""
+    floor = collapse_floor(method)
+    if floor is None or drafts <= 0:
+        return None
+    return below_floor_chance(min(first_accepts, drafts), drafts, floor)
 
 
 def _next_conditional(conds: Sequence[float], weights: Sequence[float]) -> float:
