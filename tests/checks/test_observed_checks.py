@@ -259,3 +259,18 @@ def test_k_near_the_optimum_is_no_alarm():
 def test_block_parallel_and_lookup_drafters_are_not_held_to_the_per_token_model():
     assert not _k_large(_run(acceptance, dep=_dep(method="dflash", k=15), acceptance="30%"))
     assert not _k_large(_run(acceptance, dep=_dep(method="ngram", k=7), acceptance="27%"))
+
+
+def test_a_stated_acceptance_under_the_collapse_floor_is_a_broken_draft_path():
+    # AL 1.09 at K=3 is a per-token acceptance of ~0.08: under what the model's own MTP layers give on any text
+    # (a quarter of the weakest published MTP run), so the layers are not running as trained; no K advice for it.
+    found = _run(acceptance, dep=_dep(method="mtp", k=3, temperature=1.0), acceptance="AL=1.09")
+    assert [f.id for f in found] == ["observed.acceptance.collapsed"]
+    assert found[0].category.value == "engine-bug" and found[0].confidence <= 0.6
+    # The same figure from a separate EAGLE-3 head is over that head's floor (it may be another model's head):
+    # low acceptance (here at a hot temperature), not a broken path.
+    head = _run(acceptance, dep=_dep(method="eagle3", k=3, temperature=1.0), acceptance="AL=1.09")
+    assert "observed.acceptance.collapsed" not in [f.id for f in head]
+    # A lookup drafter can honestly accept next to nothing.
+    assert "observed.acceptance.collapsed" not in [f.id for f in
+                                                   _run(acceptance, dep=_dep(method="ngram", k=3), acceptance="AL=1.09")]

@@ -23,6 +23,7 @@ from packaging.version import Version
 
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
 from spec_doctor.engine.registry import check
+from spec_doctor.knowledge.acceptance import collapse_floor
 from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
 from spec_doctor.knowledge.models import DRAFT_MODEL, HEAD, MODEL_FREE, knowledge, method_family
@@ -35,6 +36,7 @@ from spec_doctor.knowledge.observed import (
     verification_bound,
 )
 from spec_doctor.knowledge.overhead import overhead_causes
+from spec_doctor.knowledge.release_bugs import generic_bug
 from spec_doctor.knowledge.specdata import method_support
 from spec_doctor.knowledge.temperature import HOT_TEMPERATURE
 
@@ -47,6 +49,8 @@ _BASE_CONFIDENCE = {"throughput": 0.85, "latency": 0.8, "ratio": 0.75}
 _ACCEPTANCE_FINDINGS = {"observed.acceptance.low": "acceptance below what the method normally reaches",
                         "observed.acceptance.hot": "low acceptance at a hot sampling temperature",
                         "observed.acceptance.zero": "not one draft token accepted: the draft is broken",
+                        "observed.acceptance.collapsed": "a head trained for the target hardly ever accepted: a "
+                                                         "broken draft path",
                         "observed.acceptance.borderline": "acceptance under the method's floor but within the "
                                                           "noise of a typical sample: neither working nor failing "
                                                           "is shown",
@@ -114,7 +118,7 @@ def _k_too_large(ctx: Mapping[str, Any], conf: float) -> list[Finding]:
     """A K beyond the optimum for the per-token acceptance the stated (or logged) acceptance implies."""
     j: AcceptanceJudgement = ctx["judgement"]
     k = ctx["k"]
-    if j.alpha is None or not k:
+    if j.alpha is None or not k or _collapse_floor(ctx) is not None:  # a broken drafter: no K tunes it
         return []
     ex = k_excess(j.alpha, k, ctx["method"])
     if ex is None:
@@ -193,9 +197,37 @@ def _zero(ctx: Mapping[str, Any], ev: list[Evidence], conf: float, measured: str
         data={"acceptance_rate": 0.0, "method": ctx["method"]})
 
 
+def _collapse_floor(ctx: Mapping[str, Any]) -> float | None:
+    """The collapse floor (knowledge/acceptance.collapse_floor) when the stated acceptance is under it, else None."""
+    j: AcceptanceJudgement = ctx["judgement"]
+    floor = collapse_floor(ctx["method"])
+    return floor if j.status == "low" and j.alpha is not None and floor is not None and j.alpha < floor else None
+
+
+def _collapsed(ctx: Mapping[str, Any], ev: list[Evidence], conf: float, measured: str, floor: float,
+               data: dict[str, Any]) -> Finding:
+    """A stated acceptance from a head trained for the target below what any working one gives on any text
+    (knowledge/acceptance.collapse_floor): a broken draft path, not a weak draft. A stated figure carries no sample
+    size, so it is judged by its magnitude alone, at a confidence no higher than a zero's."""
+    j: AcceptanceJudgement = ctx["judgement"]
+    generic = generic_bug("dead-drafter")
+    return Finding(
+        "observed.acceptance.collapsed", Category.ENGINE_BUG, Severity.WARNING, min(conf, 0.6),
+        f"The {ctx['method']} drafter is hardly ever accepted ({j.shown}){measured}: a working one accepts its "
+        "first position far more often on any text, so the draft path is broken, not weak",
+        tuple(ev + [Evidence("acceptance", f"per-token acceptance {j.alpha:.2f}, under the {floor:.2f} that any "
+                                           f"working {ctx['method']} drafter exceeds (knowledge/acceptance.py "
+                                           "collapse_floor)")]),
+        Fix(generic["fix"], tuple(generic.get("commands", ()))),
+        impact="Nearly every draft step is overhead.", impact_score=0.9, data={**data, "collapse_floor": floor})
+
+
 def _low(ctx: Mapping[str, Any], ev: list[Evidence], conf: float, sev: Severity, measured: str,
          data: dict[str, Any]) -> Finding:
     j: AcceptanceJudgement = ctx["judgement"]
+    floor = _collapse_floor(ctx)
+    if floor is not None:
+        return _collapsed(ctx, ev, conf, measured, floor, data)
     temp = ctx["temperature"]
     if temp is not None and temp >= HOT_TEMPERATURE:
         what = "Acceptance is low" if j.status == "low" else "Acceptance is not known"

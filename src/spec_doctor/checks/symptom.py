@@ -20,6 +20,7 @@ from packaging.version import Version
 
 from spec_doctor.engine.model import SERVING, Category, Evidence, Finding, Fix, Severity, clip
 from spec_doctor.engine.registry import check
+from spec_doctor.knowledge.acceptance import collapse_floor
 from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
 from spec_doctor.knowledge.models import DRAFT_MODEL, method_family
@@ -67,8 +68,14 @@ class _Setup:
 
 
 def _acceptance_zero(s: _Setup) -> Evidence | None:
+    """Not one draft token accepted, or (a head trained for the target) under the collapse floor no working one goes
+    below (knowledge/acceptance.collapse_floor): both a broken draft path."""
     j = s.judgement
-    return Evidence(str(s.acceptance_source), f"{j.shown}: {j.why}") if j is not None and j.status == "zero" else None
+    if j is None:
+        return None
+    floor = collapse_floor(s.method)
+    collapsed = j.status == "low" and j.alpha is not None and floor is not None and j.alpha < floor
+    return Evidence(str(s.acceptance_source), f"{j.shown}: {j.why}") if j.status == "zero" or collapsed else None
 
 
 def _acceptance_low(s: _Setup) -> Evidence | None:

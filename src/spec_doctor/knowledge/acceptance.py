@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.models import HEAD, MODEL_FREE, method_family
+from spec_doctor.knowledge.specdata import is_mtp_method
 
 MAX_K = 10
 # Recommend the smallest K whose speedup is within this fraction of the best: the curve is flat near
@@ -351,11 +352,18 @@ def below_floor_chance(accepted: float, drafts: float, floor: float) -> float:
 def collapse_floor(method: str | None) -> float | None:
     """The first-position acceptance that any working drafter of `method` exceeds on any text at any temperature,
     or None where no such floor exists: a draft model or a look-up drafter can honestly accept next to nothing
-    (another tokenizer, text without repeats). For a head trained for the target (EAGLE / EAGLE-3 / MTP / DFlash /
-    Medusa) it is trained_drafter_min_first_acceptance."""
+    (another tokenizer, text without repeats). For a head trained for the target (EAGLE / EAGLE-3 / DFlash /
+    Medusa) it is trained_drafter_min_first_acceptance; for the model's own MTP layers own_layers_collapse_fraction
+    of the method's weakest published per-token acceptance, when that is higher."""
     if method_family(method) != HEAD:
         return None
-    return threshold("trained_drafter_min_first_acceptance")
+    floor = threshold("trained_drafter_min_first_acceptance")
+    expected = expected_acceptance(method, 1) if is_mtp_method(_method_key(method)) else None
+    if expected is not None and expected.floor_alpha is not None:
+        # A model's own MTP layers were trained with the model itself: never another model's head, so no "wrong
+        # family" lowers them; a fraction of the weakest published working run is what any text still gives.
+        floor = max(floor, threshold("own_layers_collapse_fraction") * expected.floor_alpha)
+    return floor
 
 
 def collapsed_chance(method: str | None, first_accepts: float, drafts: float) -> float | None:

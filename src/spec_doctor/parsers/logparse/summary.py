@@ -305,7 +305,12 @@ class Stream:
         drafts = None
         s = sum(sp.per_position)
         if sp.per_position and s > 0 and not sp.cut and not short_curve:
+            # accepted / sum(rates) is exact but for the rates' printed rounding, which dominates when few tokens
+            # are accepted; drafted / K never exceeds the drafts (a drafter may propose fewer than K), so the
+            # smaller of the two never overstates the sample.
             drafts = sp.accepted / s
+            if sp.drafted:
+                drafts = min(drafts, sp.drafted / len(sp.per_position))
         elif sp.mean_len is not None and sp.mean_len > 1.0:
             drafts = sp.accepted / (sp.mean_len - 1.0)
         elif sp.accepted == 0 and sp.drafted and sp.k:
