@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity, clip
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge.catalogue import release_key, releases
 from spec_doctor.knowledge.crashes import classify, stage_of, stage_of_source
+from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.release_bugs import crash_bug
 
 # Exceptions that report an earlier failure rather than cause one (the engine died because of something above).
@@ -110,58 +112,98 @@ def crash(facts: Mapping[str, Any]) -> list[Finding]:
              if not ((k[0] or "").rsplit(".", 1)[-1] in _CONSEQUENCES
                      or (v["row"] is not None and v["row"].id in _CONSEQUENCE_SITES))}
     chosen = roots or found
-    out = []
-    for entry in chosen.values():
-        tb, row = entry["tb"], entry["row"]
-        exc = (tb["exc_type"] or "an exception").rsplit(".", 1)[-1]
-        msg = (tb["exc_msg"] or "").strip()
-        where = f"{tb['site']} in {tb['func']}" if tb["site"] else "a frame outside vLLM"
-        category = Category(row.category) if row is not None else Category.ENGINE_BUG
+    return [_traceback_finding(e["tb"], e["row"], e["count"], e["sources"], facts, spec_on) for e in chosen.values()]
+
+
+def _traceback_finding(tb: Mapping[str, Any], row: Any, count: int, sources: list[str], facts: Mapping[str, Any],
+                       spec_on: bool) -> Finding:
+    """One traceback (exception, message, raising module, frames; logs.events' shape) as a finding: its category
+    from the crash-site row and vLLM's catalogue, a known bug of the release where one matches, and the message's
+    lifetime in vLLM's history."""
+    exc = (tb["exc_type"] or "an exception").rsplit(".", 1)[-1]
+    msg = (tb["exc_msg"] or "").strip()
+    where = f"{tb['site']} in {tb['func']}" if tb["site"] else "a frame outside vLLM"
+    category = Category(row.category) if row is not None else Category.ENGINE_BUG
+    tpl = tb.get("template")
+    catalogued = _catalogue_category(tpl, row)
+    by_message = catalogued is not None and catalogued is not category
+    if catalogued is not None:
+        category = catalogued
+    title = ("vLLM stopped with an error" if by_message else row.title if row is not None else "vLLM crashed") + \
+        f": {exc}" + \
+        (f": {clip(msg, 120)}" if msg else "")
+    ev = [Evidence(tb["source"], f"{exc}{': ' + clip(msg, 300) if msg else ''} (raised in {where})")]
+    if tb["frames"]:
+        ev.append(Evidence(tb["source"], "vLLM frames: " + " <- ".join(reversed(tb["frames"]))))
+    if count > 1:
+        ev.append(Evidence(", ".join(sources[1:4]), f"the same traceback {count} times"))
+    if tpl and tpl.get("source"):
+        ev.append(Evidence(tpl["source"], f"{_whose(tpl)} message (in {_releases_label(tpl)}): "
+                                          f"{clip(tpl['template'], 200)}"))
+    # A row written for this message says more than the catalogue's generic fix for its kind of message.
+    specific = row is not None and row.message is not None and not by_message
+    fix_text = (row.fix if specific and row is not None else
+                tpl["fix"] if tpl and tpl.get("fix") and tpl.get("category") == category.value else
+                row.fix if row is not None and not by_message else
+                "Read the exception and the innermost vLLM frame; upgrade to the newest release or report it.")
+    life = _lifetime(tpl, facts.get("vllm.version")) if category is Category.ENGINE_BUG else None
+    known = crash_bug(tb["exc_type"], msg, tb["modules"], _method(facts), facts.get("vllm.version"),
+                      facts.get("vllm.version_range"))
+    if known is not None:
+        kb, sure = known
+        ev.append(Evidence(kb.source, f"a known bug{'' if sure else ' (if your release is in ' + kb.versions_label() + ')'}: "
+                                      f"{kb.title}. {kb.meaning} Fixed: {kb.fixed_label()}."))
+        fix_text, life = kb.fix, None
+    if life:
+        fix_text = f"{fix_text} {life}"
+    conf = row.confidence if row is not None else 0.55 if catalogued is not None else 0.4
+    if not tb["exc_type"]:
+        conf = min(conf, 0.5)  # the traceback was cut off before its exception
+    return Finding("logs.crash.traceback", category, Severity.ERROR, conf, title, tuple(ev),
+                   Fix(fix_text, known[0].commands if known is not None else
+                       row.commands_for(msg) if row is not None and not by_message else ()),
+                   impact="The server or a request crashed.", impact_score=0.9,
+                   data={"exception": tb["exc_type"], "message": msg[:500], "site": tb["site"],
+                         "function": tb["func"], "rule": row.id if row is not None else None,
+                         "catalogue_category": catalogued.value if catalogued is not None else None,
+                         "known_bug": known[0].id if known is not None else None,
+                         "speculation_on": spec_on, "stage": _stage(tb)})
+
+
+@check("symptom.errors", categories=list(_CRASH_CATEGORIES),
+       needs=["symptom.errors"], wants=["spec.evidence", "config.deployment", "models.target", "models.draft",
+                                        "vllm.version", "vllm.version_range"],
+       findings={"symptom.errors.quoted": "an error the complaint quotes, identified as a log's would be (vLLM's "
+                                          "catalogue, a crash-site row, a known bug of the release)"},
+       sources=["knowledge/data/catalogue.json", "knowledge/data/crash_sites.toml", "knowledge/data/release_bugs.toml"])
+def quoted_errors(facts: Mapping[str, Any]) -> list[Finding]:
+    """An exception or vLLM message the user quotes in --symptom read with the knowledge that reads a log's traceback:
+    its crash-site row, its catalogue template (category and release range) and a known bug of this release. Only
+    what that knowledge identifies becomes a finding (an exception nothing identifies is the complaint's own
+    differential, symptom.crash), one per category, a little less sure than the same text in a log (no frames, no
+    log around it). Consequences (the engine died, failed to start) say nothing of the cause and are left out."""
+    spec_on = _spec_on(facts)
+    traits = _traits(facts)
+    by_category: dict[Category, Finding] = {}
+    for tb in facts["symptom.errors"]:
+        if (tb["exc_type"] or "").rsplit(".", 1)[-1] in _CONSEQUENCES:
+            continue
+        row = classify(tb["exc_type"], tb["exc_msg"], tb["site"], tb["modules"], spec_on, traits)
+        if row is not None and (row.category == "healthy" or row.id in _CONSEQUENCE_SITES):
+            continue
         tpl = tb.get("template")
-        catalogued = _catalogue_category(tpl, row)
-        by_message = catalogued is not None and catalogued is not category
-        if catalogued is not None:
-            category = catalogued
-        title = ("vLLM stopped with an error" if by_message else row.title if row is not None else "vLLM crashed") + \
-            f": {exc}" + \
-            (f": {clip(msg, 120)}" if msg else "")
-        ev = [Evidence(tb["source"], f"{exc}{': ' + clip(msg, 300) if msg else ''} (raised in {where})")]
-        if tb["frames"]:
-            ev.append(Evidence(tb["source"], "vLLM frames: " + " <- ".join(reversed(tb["frames"]))))
-        if entry["count"] > 1:
-            ev.append(Evidence(", ".join(entry["sources"][1:4]), f"the same traceback {entry['count']} times"))
-        if tpl and tpl.get("source"):
-            ev.append(Evidence(tpl["source"], f"{_whose(tpl)} message (in {_releases_label(tpl)}): "
-                                              f"{clip(tpl['template'], 200)}"))
-        # A row written for this message says more than the catalogue's generic fix for its kind of message.
-        specific = row is not None and row.message is not None and not by_message
-        fix_text = (row.fix if specific and row is not None else
-                    tpl["fix"] if tpl and tpl.get("fix") and tpl.get("category") == category.value else
-                    row.fix if row is not None and not by_message else
-                    "Read the exception and the innermost vLLM frame; upgrade to the newest release or report it.")
-        life = _lifetime(tpl, facts.get("vllm.version")) if category is Category.ENGINE_BUG else None
-        known = crash_bug(tb["exc_type"], msg, tb["modules"], _method(facts), facts.get("vllm.version"),
-                          facts.get("vllm.version_range"))
-        if known is not None:
-            kb, sure = known
-            ev.append(Evidence(kb.source, f"a known bug{'' if sure else ' (if your release is in ' + kb.versions_label() + ')'}: "
-                                          f"{kb.title}. {kb.meaning} Fixed: {kb.fixed_label()}."))
-            fix_text, life = kb.fix, None
-        if life:
-            fix_text = f"{fix_text} {life}"
-        conf = row.confidence if row is not None else 0.55 if catalogued is not None else 0.4
-        if not tb["exc_type"]:
-            conf = min(conf, 0.5)  # the traceback was cut off before its exception
-        out.append(Finding("logs.crash.traceback", category, Severity.ERROR, conf, title, tuple(ev),
-                           Fix(fix_text, known[0].commands if known is not None else
-                               row.commands_for(msg) if row is not None and not by_message else ()),
-                           impact="The server or a request crashed.", impact_score=0.9,
-                           data={"exception": tb["exc_type"], "message": msg[:500], "site": tb["site"],
-                                 "function": tb["func"], "rule": row.id if row is not None else None,
-                                 "catalogue_category": catalogued.value if catalogued is not None else None,
-                                 "known_bug": known[0].id if known is not None else None,
-                                 "speculation_on": spec_on, "stage": _stage(tb)}))
-    return out
+        said = tpl is not None and tpl.get("category") not in (None, "none", "healthy")
+        f = _traceback_finding(tb, row, 1, [tb["source"]], facts, spec_on)
+        if row is None and not said and f.data.get("known_bug") is None:
+            continue  # nothing knows this exception: the complaint's differential speaks for it
+        if tb["exc_type"] is None and said and tpl is not None:  # a warning or error text vLLM logs, quoted
+            f = replace(f, category=Category(tpl["category"]) if tpl["category"] in _CRASH_CATEGORIES else f.category)
+        f = replace(f, id="symptom.errors.quoted", severity=Severity.WARNING,
+                    confidence=round(min(0.7, f.confidence * threshold("quoted_error_confidence_factor")), 3),
+                    title="The error you quote: " + f.title.split(": ", 1)[-1],
+                    impact="What the complaint quotes; give the log (--log) for its frames and what came before it.")
+        by_category.setdefault(f.category, f)
+    return list(by_category.values())
 
 
 def _stage(tb: Mapping[str, Any]) -> str | None:

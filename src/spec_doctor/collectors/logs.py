@@ -207,7 +207,7 @@ def logs_summary(store: FactStore) -> dict:
     return {"streams": streams}
 
 
-def _template_dict(t: Any) -> dict[str, Any] | None:
+def template_dict(t: Any) -> dict[str, Any] | None:
     if t is None:
         return None
     from spec_doctor.knowledge.catalogue import vllm_span
@@ -225,7 +225,7 @@ _LEVEL_KIND = {"warning": "WARNING", "error": "ERROR", "critical": "CRITICAL"}
 QUOTED_MIN_FIXED = 20  # characters of fixed text a quoted line must match: a short template matches anything
 
 
-def _raising_module(tpl: Any) -> str | None:
+def raising_module(tpl: Any) -> str | None:
     """The vLLM module a catalogue message is raised or logged in ('vllm/compilation/piecewise_backend.py')."""
     m = re.match(r"(vllm(?:_ascend)?/[\w/]+\.py)@", tpl.source or "")
     return m.group(1) if m else None
@@ -251,13 +251,13 @@ def _quoted_messages(lf: Any, tbs: list[dict[str, Any]], events: list[dict[str, 
             continue
         src = f"{lf.display}:{n}"
         if _EXCEPTION_KIND.match(tpl.kind):
-            module = _raising_module(tpl)
+            module = raising_module(tpl)
             tbs.append({"source": src, "line": n, "end_line": n, "exc_type": tpl.kind, "exc_msg": text[:500],
                         "site": module, "func": None, "frames": [], "modules": [module] if module else [],
-                        "one_line": False, "quoted": True, "template": _template_dict(tpl)})
+                        "one_line": False, "quoted": True, "template": template_dict(tpl)})
         elif tpl.kind in _LEVEL_KIND:
             events.append({"source": src, "line": n, "level": _LEVEL_KIND[tpl.kind], "text": text[:2000],
-                           "count": 1, "template": _template_dict(tpl)})
+                           "count": 1, "template": template_dict(tpl)})
 
 
 @provides("logs.events")
@@ -276,15 +276,15 @@ def log_events(store: FactStore) -> list[dict[str, Any]]:
             module = site.module if site else None
             if module is None and tpl is not None:
                 # The exception line alone (no frames pasted): the catalogue knows which module raises it.
-                module = _raising_module(tpl)
+                module = raising_module(tpl)
             tbs.append({"source": f"{lf.display}:{tb.line}" + (f"-{tb.end_line}" if tb.end_line != tb.line else ""),
                         "line": tb.line, "end_line": tb.end_line, "exc_type": tb.exc_type, "exc_msg": tb.exc_msg,
                         "site": module, "func": site.func if site else None,
                         "frames": [f"{f.module}:{f.line} in {f.func}" for f in tb.vllm_frames(4)],
                         "modules": sorted({f.module for f in tb.frames if f.in_vllm} | ({module} if module else set())),
-                        "one_line": tb.one_line, "template": _template_dict(tpl)})
+                        "one_line": tb.one_line, "template": template_dict(tpl)})
         events = [{"source": f"{lf.display}:{e.line}", "line": e.line, "level": e.level, "text": e.text,
-                   "count": e.count, "template": _template_dict(identify(e.text))}
+                   "count": e.count, "template": template_dict(identify(e.text))}
                   for e in lf.ev.events]
         _quoted_messages(lf, tbs, events)
         if tbs or events:

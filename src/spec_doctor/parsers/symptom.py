@@ -296,3 +296,40 @@ def complaint_of(texts: Iterable[str]) -> Complaint | None:
     """The joined complaint of the ``--symptom`` texts (None when none was given)."""
     items = [t for t in texts if t]
     return classify(JOIN.join(items)) if items else None
+
+
+# An exception the complaint quotes: its type (dotted or not) and what follows it up to the end of the quote.
+_QUOTED_EXC = re.compile(r"(?<![\w.])(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))\b"
+                         r"(?:\s*:\s*|\s*\(\s*|\s+)?(?P<msg>[^`\"“”]*)")
+# Python's own wording of an import failure, quoted without its exception type.
+_IMPORT_WORDS = ((re.compile(r"no module named\b", re.I), "ModuleNotFoundError"),
+                 (re.compile(r"cannot import name\b", re.I), "ImportError"))
+# Quoted spans a complaint sets a message off with (backticks, quotes) and the pieces --symptom texts were joined from.
+_QUOTE_SPANS = re.compile(r"`([^`]{8,})`|\"([^\"]{8,})\"|“([^”]{8,})”|'([^']{20,})'")
+
+
+@dataclass(frozen=True)
+class QuotedError:
+    """An error the complaint quotes: the exception type where it is named (or Python's wording implies it), and the
+    message text that follows it (or the quoted text alone)."""
+
+    exc_type: str | None
+    message: str
+
+
+def quoted_errors(text: str) -> tuple[QuotedError, ...]:
+    """The errors a complaint quotes, in order: each `Type: message` (the type named, dotted or not), an import
+    failure in Python's words ("No module named 'x'"), and each quoted span (backticks, quotes) or --symptom piece
+    as a bare message, for the caller to identify against vLLM's message catalogue. Text only: nothing is judged."""
+    out: list[QuotedError] = []
+    pieces = [p.strip() for p in text.split(JOIN)]
+    spans = [next(g for g in m.groups() if g) for p in pieces for m in _QUOTE_SPANS.finditer(p)]
+    for piece in [*pieces, *spans]:
+        for m in _QUOTED_EXC.finditer(piece):
+            out.append(QuotedError(m.group("exc"), m.group("msg").strip(" .,;:)")[:500]))
+        for words, exc in _IMPORT_WORDS:
+            found = words.search(piece)
+            if found and not _QUOTED_EXC.search(piece):
+                out.append(QuotedError(exc, piece[found.start():].strip(" .,;:'\"`")[:500]))
+        out.append(QuotedError(None, piece[:500]))
+    return tuple(dict.fromkeys(e for e in out if e.message or e.exc_type))
