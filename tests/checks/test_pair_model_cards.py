@@ -135,3 +135,12 @@ def test_good_pairs_raise_no_alarm(target, draft, monkeypatch, tmp_path):
     for ref in (target, draft):
         if ref != "mtp":
             assert load_model_info("model", ref, "test").from_card, ref
+
+
+def test_an_mlp_speculator_named_after_its_target_is_a_head_not_a_draft_model_of_the_same_size():
+    # IBM's MLPSpeculator checkpoints are '<target>-accelerator' (vLLM docs, MLP draft models): the 8b in the name is
+    # the target's size, not the head's
+    proc = run_cli("check", "--target", "meta-llama/Meta-Llama-3-8B-Instruct", "--draft",
+                   "ibm-ai-platform/llama3-8b-accelerator", "--format", "json")
+    ids = {f["id"] for f in json.loads(proc.stdout)["findings"]}
+    assert "pair.size.draft-too-large" not in ids
