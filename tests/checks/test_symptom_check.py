@@ -193,3 +193,11 @@ def test_a_lone_complaint_an_observed_note_rules_out_is_not_borne_out():
     merged = merge_findings([kv_ok, *_run("lots of preemptions", dep=_dep())])
     f = next(f for f in merged if f.category is Category.KV_PRESSURE)
     assert f.severity is Severity.INFO and "not_borne_out" in f.data
+
+
+def test_a_slowdown_the_users_own_figures_contradict_is_a_measurement_question():
+    # the complaint says slower, the measured figures say 1.67x faster: how the slower one was taken comes first
+    assert _cat("token/sec looked worse", dep=_dep(), throughput="1.67x") == "measurement"
+    assert _cat("TPOT is worse with speculation", dep=_dep(), throughput="1.4x") == "measurement"
+    # a measured loss agrees with the complaint: no contradiction
+    assert _cat("token/sec looked worse", dep=_dep(), throughput="0.8x") == "spec-overhead"

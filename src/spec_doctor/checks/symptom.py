@@ -24,7 +24,7 @@ from spec_doctor.knowledge.acceptance import collapse_floor
 from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
 from spec_doctor.knowledge.models import DRAFT_MODEL, method_family
-from spec_doctor.knowledge.observed import judge_acceptance, run_figures, verification_bound
+from spec_doctor.knowledge.observed import judge_acceptance, run_figures, speed_verdict, verification_bound
 from spec_doctor.knowledge.specdata import method_support
 from spec_doctor.knowledge.symptoms import CLASSES, SYMPTOMS_FILE, SymptomClass, rule_confidence_gain, symptom_classes
 from spec_doctor.knowledge.temperature import HOT_TEMPERATURE
@@ -81,6 +81,15 @@ def _acceptance_zero(s: _Setup) -> Evidence | None:
 def _acceptance_low(s: _Setup) -> Evidence | None:
     j = s.judgement
     return Evidence(str(s.acceptance_source), f"{j.shown}: {j.why}") if j is not None and j.status == "low" else None
+
+
+def _measured_paying(s: _Setup) -> Evidence | None:
+    """A speedup the user measured (--throughput / --latency) that pays off, against a complaint that it does not."""
+    speedup = s.figures.get("speedup")
+    if speedup is None or speed_verdict(float(speedup)) != "paying":
+        return None
+    return Evidence(str(s.figures.get("speed_source") or "--throughput"), f"measured {float(speedup):.2f}x with speculation "
+                                                                 "(faster than without it)")
 
 
 def _temperature_hot(s: _Setup) -> Evidence | None:
@@ -179,6 +188,7 @@ def _draft_large(s: _Setup) -> Evidence | None:
 
 CONDITIONS: dict[str, Condition] = {
     "acceptance-zero": _acceptance_zero, "acceptance-low": _acceptance_low, "temperature-hot": _temperature_hot,
+    "measured-paying": _measured_paying,
     "concurrency-high": _concurrency_high, "target-small": _target_small, "k-large": _k_large,
     "first-token-worse": _first_token_worse, "long-prompts": _long_prompts,
     "complaint-high-load": _complaint_high_load, "draft-other-family": _draft_other_family,
