@@ -144,3 +144,13 @@ def test_an_mlp_speculator_named_after_its_target_is_a_head_not_a_draft_model_of
                    "ibm-ai-platform/llama3-8b-accelerator", "--format", "json")
     ids = {f["id"] for f in json.loads(proc.stdout)["findings"]}
     assert "pair.size.draft-too-large" not in ids
+
+
+def test_the_size_in_a_drafter_heads_name_is_its_targets():
+    # Gemma 4's MTP assistant is a small 4-layer drafter named after its 12B target (vLLM docs, Gemma 4 Assistant
+    # Models); read by name only, its size is not known, never 12B
+    info = load_model_info("draft", "google/gemma-4-12B-it-assistant", "--draft")
+    assert info.param_count is None
+    # a target (or a plain draft model) keeps the size its name gives
+    assert load_model_info("target", "google/gemma-4-12B-it", "--target").param_count
+    assert load_model_info("draft", "Qwen/Qwen3-0.6B", "--draft").param_count

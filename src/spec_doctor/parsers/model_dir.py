@@ -17,6 +17,7 @@ from spec_doctor.knowledge.models import (
     DRAFT_MODEL,
     HEAD,
     ModelCard,
+    NameSize,
     card_for,
     is_head_name,
     knowledge,
@@ -276,13 +277,23 @@ def _quant_method(cfg: dict[str, Any]) -> str | None:
     return None
 
 
+def _name_size(role: str, ref: str) -> NameSize | None:
+    """The size a model's name gives (knowledge/models.size_from_name), except the size in a drafter head's name
+    ('llama3-8b-accelerator', 'gemma-4-12B-it-assistant', 'EAGLE3-LLaMA3.1-Instruct-8B'): that is the target's it
+    was trained for, not the head's (a model-card row, which knows the head itself, still counts)."""
+    guess = size_from_name(ref)
+    if guess is not None and role == "draft" and guess.basis != CARD_BASIS and is_head_name(ref):
+        return None
+    return guess
+
+
 def load_model_info(role: str, ref: str, source: str, allow_download: bool = False) -> ModelInfo:
     """Everything the files of one model say; a name-only ModelInfo when there are no files here."""
     path, how = resolve(ref, allow_download)
     info = ModelInfo(role=role, ref=ref, path=str(path) if path else None, resolved=how, source=source,
                      card=card_for(ref))
     if path is None:
-        guess = size_from_name(ref)
+        guess = _name_size(role, ref)
         if guess:
             info.param_count, info.active_param_count = guess.params, guess.active
             info.param_source = guess.basis
@@ -336,7 +347,7 @@ def load_model_info(role: str, ref: str, source: str, allow_download: bool = Fal
             if est[1]:
                 info.active_param_count = int(info.param_count * est[1] / est[0])
     if info.param_count is None:
-        guess = size_from_name(ref)
+        guess = _name_size(role, ref)
         if guess:
             info.param_count, info.active_param_count = guess.params, guess.active
             info.param_source, info.param_confidence = guess.basis, 0.45
