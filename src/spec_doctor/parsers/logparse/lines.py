@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # The generic header (vllm/logger.py _FORMAT, every release): optional custom/docker prefix, optional
@@ -208,7 +209,6 @@ def prefix_identity(custom: str) -> str:
 
 
 _DIGITS = re.compile(r"\d+")
-_DECORATIONS: dict[str, re.Pattern[str]] = {}
 
 
 def decoration(custom: str) -> re.Pattern[str] | None:
@@ -218,14 +218,14 @@ def decoration(custom: str) -> re.Pattern[str] | None:
     may differ, the rest is literal. None when nothing came before the header."""
     if not custom.strip():
         return None
-    shape = _DIGITS.sub("0", custom)
-    rx = _DECORATIONS.get(shape)
-    if rx is None:
-        if len(_DECORATIONS) > 64:
-            _DECORATIONS.clear()
-        body = "".join(r"\d+" if part.isdigit() else re.escape(part) for part in re.split(r"(\d+)", custom.rstrip()))
-        rx = _DECORATIONS[shape] = re.compile(body + r"\s?")
-    return rx
+    return _decoration_of(_DIGITS.sub("0", custom.rstrip()))
+
+
+@lru_cache(maxsize=64)
+def _decoration_of(shape: str) -> re.Pattern[str]:
+    """The pattern of one decoration shape (its digits written as 0): each digit run matches any digits."""
+    return re.compile("".join(r"\d+" if part.isdigit() else re.escape(part) for part in re.split(r"(\d+)", shape))
+                      + r"\s?")
 
 
 def _header_record(m: re.Match[str]) -> Record:
