@@ -93,7 +93,8 @@ def finite_number(value: float, what: str, *, low: float | None = None, high: fl
 
 # C0 controls except tab and newline, DEL, C1 controls, and the Unicode bidi overrides that reorder what a
 # terminal shows. ESC (0x1b) is the one that matters most: it starts every terminal escape sequence.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+CONTROL_CHARS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069"  # a regex character-class body
+_CONTROL = re.compile(f"[{CONTROL_CHARS}]")
 
 
 def clean(text: str, *, keep_newlines: bool = True, limit: int | None = None) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from spec_doctor.engine.facts import InputError
-from spec_doctor.engine.limits import clean
+from spec_doctor.engine.limits import CONTROL_CHARS, clean
 from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.models import MODEL_FREE, method_family
 from spec_doctor.knowledge.observed import alpha_floor, judge_acceptance, speed_verdict
@@ -36,7 +36,9 @@ from spec_doctor.parsers.observed import parse_acceptance, parse_latency, parse_
 MAX_SYMPTOM_CHARS = 4000
 MAX_SYMPTOMS = 20
 JOIN = " [...] "
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+# engine/limits' control characters, and the invisible ones a pasted complaint carries (zero-width spaces and marks,
+# a byte-order mark): removed, not escaped, since the text is read, not shown
+_CONTROL = re.compile(f"[{CONTROL_CHARS}\u200b-\u200f\ufeff]")
 _SPACE = re.compile(r"[ \t\r\n]+")
 
 
