@@ -301,6 +301,14 @@ RULES: list[Rule] = [
          r"(?:available|free) memory .{0,80}(?:less than|not enough)|more than the .{0,40}memory reserved",
          fix="Budget the memory: raise --gpu-memory-utilization if the GPU is free, lower --max-model-len or "
              "--max-num-seqs, and count the draft's weights and KV cache."),
+    # A drafter's weights missing from a checkpoint that says it was quantized without them: the quantized export, not
+    # the method, is what to change.
+    Rule("checkpoint-quantized", "quantization",
+         r"(?:weights?|layers?|parameters?) .{0,60}missing .{0,120}quantiz|"
+         r"quantiz\w* without (?:including )?(?:the )?(?:mtp|draft|eagle|speculat)",
+         kinds=EXC_KINDS | ERROR_LOGS,
+         fix="The checkpoint was quantized without the drafter's layers: use an export that keeps them (or the "
+             "unquantized checkpoint for the MTP/EAGLE layers), or serve without speculation."),
     # A checkpoint that does not fit the method (missing or unexpected weights).
     Rule("checkpoint", "config-unsupported-combo",
          r"(?:weights?|parameters?) .{0,40}(?:missing from|not (?:found )?in) (?:the )?checkpoint|"

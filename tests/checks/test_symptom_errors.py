@@ -55,3 +55,13 @@ def test_a_consequence_says_nothing_of_the_cause():
 def test_no_quoted_error_no_fact():
     got = findings("--draft", "eagle3", "--symptom", "speculation is slower than without it")
     assert "symptom.errors.quoted" not in got
+
+
+def test_a_quoted_vllm_message_takes_the_catalogues_category():
+    # vLLM's own message (knowledge/data/catalogue.json, deepseek_mtp.py): the MTP layers are missing because the
+    # checkpoint was quantized without them -- a quantized export to change, not a method/target combination
+    got = findings("--draft", "mtp", "--symptom", "ValueError: MTP speculative decoding layer 78 weights missing from "
+                   "checkpoint. The checkpoint may have been quantized without including the MTP layers.")
+    assert got["symptom.errors.quoted"]["category"] == "quantization"
+    assert any("catalogue" in e["source"] or "deepseek_mtp.py" in e["source"]
+               for e in got["symptom.errors.quoted"]["evidence"])
