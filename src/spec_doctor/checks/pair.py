@@ -63,7 +63,7 @@ def _gate(version: Any) -> dict[str, Any] | None:
 def _spec_cmd(pair: PairInfo, extra: str = "") -> str:
     draft = pair.draft.ref if pair.draft else "DRAFT"
     cfg = '{"method": "draft_model", "model": "%s", "num_speculative_tokens": 4%s}' % (draft, extra)
-    return f"vllm serve {pair.target.ref} --speculative-config {shlex.quote(cfg)}"
+    return f"vllm serve {shlex.quote(pair.target.ref)} --speculative-config {shlex.quote(cfg)}"
 
 
 def _padding_fixes(pair: PairInfo, version: Any) -> tuple[str, ...]:
@@ -343,7 +343,7 @@ def size_check(facts: Mapping[str, Any]) -> list[Finding]:
             evidence=(_param_evidence(target),),
             fix=Fix("Benchmark with and without speculation at your concurrency and keep it only if it wins; "
                     "for a target this small, serving without --speculative-config is usually faster.",
-                    (f"vllm serve {target.ref}",)),
+                    (f"vllm serve {shlex.quote(target.ref)}",)),
             impact="speculation may be slower than plain decoding", impact_score=0.7,
             data={"target_params": t_params, "basis": target.param_source}))
     if pair is None or pair.family != DRAFT_MODEL or pair.draft is None or pair.param_ratio is None:
@@ -605,7 +605,7 @@ def fit_check(facts: Mapping[str, Any]) -> list[Finding]:
                   + (" (offline model-card table)" if t.from_card else ""),
             evidence=(ev,),
             fix=Fix("Use MTP only with a target that ships MTP layers, or pick another method.",
-                    (f"vllm serve {t.ref} --speculative-config "
+                    (f"vllm serve {shlex.quote(t.ref)} --speculative-config "
                      + shlex.quote('{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}'),)),
             impact="no drafter to run: vLLM fails or speculation is inactive", impact_score=0.7))
     for m in (t, d):

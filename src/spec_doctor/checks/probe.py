@@ -7,6 +7,7 @@ knowledge/acceptance.py, the thresholds and hardware numbers are knowledge/data/
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
@@ -104,7 +105,7 @@ def _spec_cmd(dep: Any, k: int, **extra: Any) -> str:
 
 def _off_cmd(dep: Any) -> str:
     model = getattr(dep, "model", None) or "MODEL"
-    return f"vllm serve {model}  # without --speculative-config"
+    return f"vllm serve {shlex.quote(model)}  # without --speculative-config"
 
 
 @check("probe.acceptance", categories=["low-acceptance", "high-temperature", "k-too-large", "target-too-small",
