@@ -198,9 +198,11 @@ def quoted_errors(facts: Mapping[str, Any]) -> list[Finding]:
             continue  # nothing knows this exception: the complaint's differential speaks for it
         if tb["exc_type"] is None and said and tpl is not None:  # a warning or error text vLLM logs, quoted
             f = replace(f, category=Category(tpl["category"]) if tpl["category"] in _CRASH_CATEGORIES else f.category)
+        exc = (tb["exc_type"] or "").rsplit(".", 1)[-1]
+        msg = clip(str(tb["exc_msg"] or "").strip(), 120)
         f = replace(f, id="symptom.errors.quoted", severity=Severity.WARNING,
                     confidence=round(min(0.7, f.confidence * threshold("quoted_error_confidence_factor")), 3),
-                    title="The error you quote: " + f.title.split(": ", 1)[-1],
+                    title="The error you quote: " + ": ".join(p for p in (exc, msg) if p),
                     impact="What the complaint quotes; give the log (--log) for its frames and what came before it.")
         by_category.setdefault(f.category, f)
     return list(by_category.values())

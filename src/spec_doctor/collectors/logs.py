@@ -220,7 +220,7 @@ def template_dict(t: Any) -> dict[str, Any] | None:
             "spec_related": t.spec_related, "project": t.project, "vllm_first": vfirst, "vllm_last": vlast}
 
 
-_EXCEPTION_KIND = re.compile(r"^[A-Z]\w*(?:Error|Exception|Interrupt|Exit)$")
+EXCEPTION_KIND = re.compile(r"^[A-Z]\w*(?:Error|Exception|Interrupt|Exit)$")  # a catalogue kind naming an exception
 _LEVEL_KIND = {"warning": "WARNING", "error": "ERROR", "critical": "CRITICAL"}
 QUOTED_MIN_FIXED = 20  # characters of fixed text a quoted line must match: a short template matches anything
 
@@ -250,7 +250,7 @@ def _quoted_messages(lf: Any, tbs: list[dict[str, Any]], events: list[dict[str, 
         if m is None or text[:m.start()].strip(" \t>`'\"*-:"):
             continue
         src = f"{lf.display}:{n}"
-        if _EXCEPTION_KIND.match(tpl.kind):
+        if EXCEPTION_KIND.match(tpl.kind):
             module = raising_module(tpl)
             tbs.append({"source": src, "line": n, "end_line": n, "exc_type": tpl.kind, "exc_msg": text[:500],
                         "site": module, "func": None, "frames": [], "modules": [module] if module else [],

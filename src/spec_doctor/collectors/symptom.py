@@ -8,13 +8,10 @@ of its strings. Checks read the classes; none parses the text."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from spec_doctor.engine.facts import FactStore, FactUnavailable, provides
 from spec_doctor.parsers.symptom import complaint_of
-
-_EXCEPTION = re.compile(r"^[A-Z]\w*(?:Error|Exception)$")
 
 
 @provides("symptom.complaint")
@@ -33,7 +30,7 @@ def symptom_errors(store: FactStore) -> list[dict[str, Any]]:
     catalogue as a log excerpt's quoted line is (collectors/logs.py): the shape of a logs.events traceback
     ({"source": "--symptom", "exc_type", "exc_msg", "site", "modules", "template", ...}), one per exception or
     identified message."""
-    from spec_doctor.collectors.logs import QUOTED_MIN_FIXED, raising_module, template_dict
+    from spec_doctor.collectors.logs import EXCEPTION_KIND, QUOTED_MIN_FIXED, raising_module, template_dict
     from spec_doctor.knowledge.catalogue import fixed_chars, identify
     from spec_doctor.parsers.symptom import quoted_errors
 
@@ -47,11 +44,11 @@ def symptom_errors(store: FactStore) -> list[dict[str, Any]]:
             continue
         module = raising_module(tpl) if tpl is not None else None
         # a message the catalogue knows as an exception's, quoted without its type, is that exception
-        exc = q.exc_type or (tpl.kind if tpl is not None and _EXCEPTION.match(tpl.kind) else None)
+        exc = q.exc_type or (tpl.kind if tpl is not None and EXCEPTION_KIND.match(tpl.kind) else None)
         key = (exc, tpl.template if tpl is not None else q.message)
-        out.setdefault(key, {"source": "--symptom", "line": 0, "end_line": 0, "exc_type": exc, "exc_msg": q.message, "site": module, "func": None, "frames": [],
-                             "modules": [module] if module else [], "one_line": True, "quoted": True,
-                             "template": template_dict(tpl)})
+        out.setdefault(key, {"source": "--symptom", "line": 0, "end_line": 0, "exc_type": exc, "exc_msg": q.message,
+                             "site": module, "func": None, "frames": [], "modules": [module] if module else [],
+                             "one_line": True, "quoted": True, "template": template_dict(tpl)})
     if not out:
         raise FactUnavailable("the complaint quotes no error")
     return list(out.values())
