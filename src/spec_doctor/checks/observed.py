@@ -23,12 +23,12 @@ from packaging.version import Version
 
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
 from spec_doctor.engine.registry import check
-from spec_doctor.knowledge.acceptance import collapse_floor
 from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
 from spec_doctor.knowledge.models import DRAFT_MODEL, HEAD, MODEL_FREE, knowledge, method_family
 from spec_doctor.knowledge.observed import (
     AcceptanceJudgement,
+    collapsed_under,
     judge_acceptance,
     k_excess,
     run_figures,
@@ -118,7 +118,7 @@ def _k_too_large(ctx: Mapping[str, Any], conf: float) -> list[Finding]:
     """A K beyond the optimum for the per-token acceptance the stated (or logged) acceptance implies."""
     j: AcceptanceJudgement = ctx["judgement"]
     k = ctx["k"]
-    if j.alpha is None or not k or _collapse_floor(ctx) is not None:  # a broken drafter: no K tunes it
+    if j.alpha is None or not k or collapsed_under(j, ctx["method"]) is not None:  # a broken drafter: no K tunes it
         return []
     ex = k_excess(j.alpha, k, ctx["method"])
     if ex is None:
@@ -197,13 +197,6 @@ def _zero(ctx: Mapping[str, Any], ev: list[Evidence], conf: float, measured: str
         data={"acceptance_rate": 0.0, "method": ctx["method"]})
 
 
-def _collapse_floor(ctx: Mapping[str, Any]) -> float | None:
-    """The collapse floor (knowledge/acceptance.collapse_floor) when the stated acceptance is under it, else None."""
-    j: AcceptanceJudgement = ctx["judgement"]
-    floor = collapse_floor(ctx["method"])
-    return floor if j.status == "low" and j.alpha is not None and floor is not None and j.alpha < floor else None
-
-
 def _collapsed(ctx: Mapping[str, Any], ev: list[Evidence], conf: float, measured: str, floor: float,
                data: dict[str, Any]) -> Finding:
     """A stated acceptance from a head trained for the target below what any working one gives on any text
@@ -225,7 +218,7 @@ def _collapsed(ctx: Mapping[str, Any], ev: list[Evidence], conf: float, measured
 def _low(ctx: Mapping[str, Any], ev: list[Evidence], conf: float, sev: Severity, measured: str,
          data: dict[str, Any]) -> Finding:
     j: AcceptanceJudgement = ctx["judgement"]
-    floor = _collapse_floor(ctx)
+    floor = collapsed_under(j, ctx["method"])
     if floor is not None:
         return _collapsed(ctx, ev, conf, measured, floor, data)
     temp = ctx["temperature"]

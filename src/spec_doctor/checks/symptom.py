@@ -20,11 +20,16 @@ from packaging.version import Version
 
 from spec_doctor.engine.model import SERVING, Category, Evidence, Finding, Fix, Severity, clip
 from spec_doctor.engine.registry import check
-from spec_doctor.knowledge.acceptance import collapse_floor
 from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
 from spec_doctor.knowledge.models import DRAFT_MODEL, method_family
-from spec_doctor.knowledge.observed import judge_acceptance, run_figures, speed_verdict, verification_bound
+from spec_doctor.knowledge.observed import (
+    collapsed_under,
+    judge_acceptance,
+    run_figures,
+    speed_verdict,
+    verification_bound,
+)
 from spec_doctor.knowledge.specdata import method_support
 from spec_doctor.knowledge.symptoms import CLASSES, SYMPTOMS_FILE, SymptomClass, rule_confidence_gain, symptom_classes
 from spec_doctor.knowledge.temperature import HOT_TEMPERATURE
@@ -71,11 +76,9 @@ def _acceptance_zero(s: _Setup) -> Evidence | None:
     """Not one draft token accepted, or (a head trained for the target) under the collapse floor no working one goes
     below (knowledge/acceptance.collapse_floor): both a broken draft path."""
     j = s.judgement
-    if j is None:
+    if j is None or (j.status != "zero" and collapsed_under(j, s.method) is None):
         return None
-    floor = collapse_floor(s.method)
-    collapsed = j.status == "low" and j.alpha is not None and floor is not None and j.alpha < floor
-    return Evidence(str(s.acceptance_source), f"{j.shown}: {j.why}") if j.status == "zero" or collapsed else None
+    return Evidence(str(s.acceptance_source), f"{j.shown}: {j.why}")
 
 
 def _acceptance_low(s: _Setup) -> Evidence | None:
@@ -88,8 +91,8 @@ def _measured_paying(s: _Setup) -> Evidence | None:
     speedup = s.figures.get("speedup")
     if speedup is None or speed_verdict(float(speedup)) != "paying":
         return None
-    return Evidence(str(s.figures.get("speed_source") or "--throughput"), f"measured {float(speedup):.2f}x with speculation "
-                                                                 "(faster than without it)")
+    return Evidence(str(s.figures.get("speed_source") or "--throughput"),
+                    f"measured {float(speedup):.2f}x with speculation (faster than without it)")
 
 
 def _temperature_hot(s: _Setup) -> Evidence | None:

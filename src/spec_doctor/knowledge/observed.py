@@ -24,6 +24,7 @@ from typing import Any
 from spec_doctor.knowledge.acceptance import (
     alpha_from_acceptance_length,
     borderline_text,
+    collapse_floor,
     cost_ratios,
     expectation_text,
     expected_acceptance,
@@ -77,6 +78,13 @@ class AcceptanceJudgement:
     alpha: float | None = None  # per-token acceptance when K is known
     breakeven_length: float | None = None  # 1 + K c at a typical draft cost, when K is known
     shown: str = ""  # the figure in a few words, for titles ("1.90 tokens/step at K=3", "acceptance 87 %")
+
+
+def collapsed_under(j: AcceptanceJudgement, method: str | None) -> float | None:
+    """The collapse floor (knowledge/acceptance.collapse_floor) when a stated acceptance judged low is under it -- a
+    broken draft path, not a weak draft --, else None."""
+    floor = collapse_floor(method)
+    return floor if j.status == "low" and j.alpha is not None and floor is not None and j.alpha < floor else None
 
 
 def judge_acceptance(rate: float | None, length: float | None, k: int | None, method: str | None) -> AcceptanceJudgement:
