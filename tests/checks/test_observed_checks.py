@@ -274,3 +274,32 @@ def test_a_stated_acceptance_under_the_collapse_floor_is_a_broken_draft_path():
     # A lookup drafter can honestly accept next to nothing.
     assert "observed.acceptance.collapsed" not in [f.id for f in
                                                    _run(acceptance, dep=_dep(method="ngram", k=3), acceptance="AL=1.09")]
+
+
+def _dep_model(model, method="draft_model", k=3):
+    dep = _dep(method=method, k=k)
+    dep.speculative.model = model
+    return dep
+
+
+def test_zero_acceptance_from_a_head_run_as_a_draft_model_is_the_engine_not_the_draft():
+    # An assistant/MTP head given without its method: vLLM runs it as a generic draft model (docs, Gemma 4
+    # Assistant Models); never accepting is not a weak draft.
+    f = _one(_run(acceptance, dep=_dep_model("google/gemma-4-E2B-it-assistant"), acceptance="0%"))
+    assert f.id == "observed.acceptance.zero" and f.category.value == "engine-bug"
+    assert any("drafter head" in e.detail for e in f.evidence) and "method" in f.fix.summary
+    # An ordinary small draft model with nothing known of the pair stays a broken-or-mismatched draft.
+    g = _one(_run(acceptance, dep=_dep_model("Qwen/Qwen3-0.6B"), acceptance="0%"))
+    assert g.category.value == "low-acceptance"
+
+
+def test_zero_acceptance_from_a_draft_with_the_targets_tokenizer_is_the_engine():
+    from types import SimpleNamespace
+    dep = _dep_model("Qwen/Qwen3-0.6B")
+    facts = {"observed.figures": _figures(acceptance="0%"), "config.deployment": dep, "logs.acceptance": None,
+             "logs.spec_overhead": None, "models.target": None,
+             "models.pair": SimpleNamespace(verdict="identical", method="draft_model", draft=None)}
+    f = _one(acceptance.fn(facts))
+    assert f.category.value == "engine-bug" and any(e.source == "models.pair" for e in f.evidence)
+    facts["models.pair"] = SimpleNamespace(verdict="incompatible", method="draft_model", draft=None)
+    assert _one(acceptance.fn(facts)).category.value == "low-acceptance"

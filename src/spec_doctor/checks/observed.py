@@ -25,7 +25,7 @@ from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
-from spec_doctor.knowledge.models import DRAFT_MODEL, HEAD, MODEL_FREE, knowledge, method_family
+from spec_doctor.knowledge.models import DRAFT_MODEL, HEAD, MODEL_FREE, is_head_name, knowledge, method_family
 from spec_doctor.knowledge.observed import (
     AcceptanceJudgement,
     collapsed_under,
@@ -88,8 +88,26 @@ def _context(facts: Mapping[str, Any]) -> dict[str, Any]:
         ev.append(Evidence(ctx["temperature_source"], f"temperature {ctx['temperature']:g}"))
     target = facts.get("models.target")
     ctx["target"] = target if getattr(target, "param_count", None) else None
+    ctx["own_drafter"] = _own_drafter(spec, facts.get("models.pair"))
     ctx["evidence"] = ev
     return ctx
+
+
+def _own_drafter(spec: Any, pair: Any) -> Evidence | None:
+    """Why a separate draft model that never accepts cannot be a weak draft: it is by its name a head trained for its
+    target (knowledge/data/models.toml head words: run as a generic draft model it is not what it was trained as), or
+    it shares the target's tokenizer (a same-family draft agrees with its target at least on the easy tokens)."""
+    ref = getattr(spec, "model", None) or getattr(getattr(pair, "draft", None), "ref", None)
+    if method_family(getattr(spec, "method", None) or getattr(pair, "method", None)) not in (DRAFT_MODEL, None):
+        return None
+    if ref and is_head_name(str(ref)):
+        return Evidence(getattr(spec, "source", None) or "--draft",
+                        f"draft '{ref}' is by its name a drafter head trained for its target (an MTP, EAGLE or "
+                        "assistant checkpoint), run here as a separate draft model")
+    if getattr(pair, "verdict", None) in ("identical", "compatible"):
+        return Evidence("models.pair", f"draft and target tokenizers are {pair.verdict}: a draft of the target's own "
+                                       "family agrees with it at least on the easy tokens")
+    return None
 
 
 def _bytes_per_active_param(target: Any) -> float:
@@ -174,9 +192,21 @@ def _zero(ctx: Mapping[str, Any], ev: list[Evidence], conf: float, measured: str
                        "copy (or the drafter is not wired in)",
            DRAFT_MODEL: "a draft model that never agrees with the target does not share its tokenizer or family, "
                         "or is not run with the target's inputs"}.get(family or DRAFT_MODEL, "")
+    own = ctx.get("own_drafter")
     if family == MODEL_FREE:
         title, cat, sev = (f"Not one drafted token accepted{measured}: the lookup finds nothing to copy in this "
                            "traffic", Category.LOW_ACCEPTANCE, Severity.WARNING)
+    elif family in (DRAFT_MODEL, None) and own is not None:
+        # A draft that cannot be weak (a head by its name, or the target's own tokenizer): the engine or how the
+        # checkpoint is run, like a head that never accepts.
+        title, cat, sev = (f"Not one draft token accepted from a draft of the target's own family{measured}: the "
+                           "draft is not running as it should (how the release runs this checkpoint, or its "
+                           "draft path), not weak", Category.ENGINE_BUG, Severity.WARNING)
+        why = ("a draft that shares the target's family never accepting is the draft path failing, not guessing "
+               "badly; a head checkpoint given without its method is run by some releases as a generic draft model "
+               "(vLLM docs, speculative decoding / MTP: 'Gemma 4 Assistant Models')")
+        ev = ev + [own]
+        conf = min(conf, 0.6)
     elif family == HEAD:
         # Like exact zeros after a well-accepted position (logs.acceptance.tail-zero): the engine or the checkpoint,
         # not the quality of the draft.
@@ -191,8 +221,9 @@ def _zero(ctx: Mapping[str, Any], ev: list[Evidence], conf: float, measured: str
         "observed.acceptance.zero", cat, sev, conf, title,
         tuple(ev + [Evidence("acceptance", why)]),
         Fix("Check that the draft matches the target (tokenizer, family, a head trained for this checkpoint, its "
-            "weights present in the checkpoint) and that this vLLM release runs the method; until then serve without "
-            "speculation", ("spec-doctor check --target MODEL --draft DRAFT", _OFF)),
+            "weights present in the checkpoint), that a head checkpoint is given with its method (\"method\": "
+            "\"mtp\" / \"eagle3\" in the speculative config) and that this vLLM release runs the method; until then "
+            "serve without speculation", ("spec-doctor check --target MODEL --draft DRAFT", _OFF)),
         impact="Every draft step is pure overhead.", impact_score=0.95,
         data={"acceptance_rate": 0.0, "method": ctx["method"]})
 
@@ -250,7 +281,7 @@ def _low(ctx: Mapping[str, Any], ev: list[Evidence], conf: float, sev: Severity,
 @check("observed.speed", categories=["spec-overhead", "low-acceptance", "high-temperature", "high-concurrency",
                                      "target-too-small", "engine-bug", "k-too-large", "healthy"],
        needs=["observed.figures"], wants=["config.deployment", "logs.acceptance", "metrics.deltas",
-                                          "logs.spec_overhead", "models.target", "vllm.version"],
+                                          "logs.spec_overhead", "models.target", "vllm.version", "models.pair"],
        findings={"observed.speed.costing": "measured: speculation is accepted yet slower than plain decoding",
                  "observed.speed.compute-bound": "measured: slower at a concurrency where verification is "
                                                  "compute-bound",
@@ -367,7 +398,7 @@ def speed(facts: Mapping[str, Any]) -> list[Finding]:
 
 @check("observed.acceptance", categories=["low-acceptance", "high-temperature", "engine-bug", "k-too-large",
                                           "healthy"],
-       needs=["observed.figures"], wants=["config.deployment"],
+       needs=["observed.figures"], wants=["config.deployment", "models.pair"],
        findings={**_ACCEPTANCE_FINDINGS,
                  "observed.acceptance.ok": "acceptance within what the method normally reaches"},
        affirms=["observed.acceptance.ok"],
