@@ -326,3 +326,15 @@ def test_k_large_reads_suffix_decodings_k_as_a_cap():
     for method, severity in (("suffix", Severity.INFO), ("ngram", Severity.WARNING)):
         sc = json.dumps({"method": method, "num_speculative_tokens": 16})
         assert run(budget.format(sc=sc), "0.20.0")["config.scheduler.batched-tokens"].severity is severity
+
+
+def test_a_missing_method_warns_only_when_it_runs_a_head_as_a_generic_draft_model():
+    spec = '{"model": "google/gemma-4-E2B-it-assistant", "num_speculative_tokens": 2}'
+    head = run(f"vllm serve google/gemma-4-E2B-it --speculative-config '{spec}'", None)
+    f = head["config.spec-keys.implicit-method"]
+    assert f.severity is Severity.WARNING and "drafter head" in f.title
+    assert any("docs.vllm.ai" in e.source for e in f.evidence)
+    # A plain draft model guessed as draft_model is what the user meant, whatever the release: a note.
+    spec = '{"model": "Qwen/Qwen3-0.6B", "num_speculative_tokens": 3}'
+    plain = run(f"vllm serve Qwen/Qwen3-8B --speculative-config '{spec}'", None)
+    assert plain["config.spec-keys.implicit-method"].severity is Severity.INFO

@@ -21,7 +21,7 @@ from spec_doctor.knowledge.acceptance import model_free
 from spec_doctor.knowledge.data import threshold, thresholds
 from spec_doctor.knowledge.deployment import DeploymentConfig
 from spec_doctor.knowledge.fixes import allowed_draft_tp, plan_fix
-from spec_doctor.knowledge.models import names_no_checkpoint
+from spec_doctor.knowledge.models import is_head_name, names_no_checkpoint
 from spec_doctor.knowledge.specdata import (
     NEWEST_EXAMINED,
     applicable_rules,
@@ -325,15 +325,25 @@ def spec_keys(facts: Mapping[str, Any]) -> list[Finding]:
                                impact="the setting takes effect", impact_score=0.3, data={"key": key}))
     if spec.method_origin.startswith("inferred") and spec.model and not looks_like_ngram_typo(spec.model) \
             and not spec.legacy and spec.method not in ("ngram",):
-        risky = version is None or _base(version) < Version("0.15.0")
+        # The guess matters when it runs a drafter head as something else: a head by its name (an MTP, EAGLE or
+        # assistant checkpoint) guessed to be a generic draft model. A plain draft model guessed as draft_model is
+        # what the user meant (the release's support for draft models is config.method's to judge).
+        head_as_draft = spec.method == "draft_model" and is_head_name(str(spec.model))
+        risky = head_as_draft
         out.append(Finding(
             "config.spec-keys.implicit-method", Category.CONFIG_DEPRECATED,
             Severity.WARNING if risky else Severity.INFO, 0.7 if version is not None else 0.6,
-            f"No \"method\" in the speculative config: vLLM guesses '{spec.method}' from {spec.model!r}",
+            f"No \"method\" in the speculative config: vLLM guesses '{spec.method}' from {spec.model!r}"
+            + (", which is by its name a drafter head, not a generic draft model" if head_as_draft else ""),
             evidence=(_spec_ev(cfg), _ver_ev(version, vsrc),
                       Evidence("vllm/config/speculative.py@v0.13.0", "method auto-detection: a bare model is "
                                "draft_model unless its name/config says eagle, eagle3, medusa, mlp_speculator "
-                               "or MTP; 0.9.x falls back to V0 when the method is missing")),
+                               "or MTP; 0.9.x falls back to V0 when the method is missing"))
+            + ((Evidence("https://docs.vllm.ai/en/stable/features/speculative_decoding/mtp/",
+                         "Gemma 4 assistant checkpoints 'are not generic draft models, even though they are passed "
+                         "through the model field'; a release that logs method='draft_model' for one treats it as a "
+                         "generic draft model and may fail during initialization for multimodal targets"),)
+               if head_as_draft else ()),
             fix=Fix("Name the method explicitly:", _fix_cmds(cfg, version)),
             impact="vLLM runs the method you meant (and says so in its config line)",
             impact_score=0.5 if risky else 0.2, data={"inferred_method": spec.method}))
