@@ -28,9 +28,19 @@ from spec_doctor.parsers.symptom import MAX_SYMPTOM_CHARS, classify, clean_sympt
     ("I do not see any spec decode metrics", "no-metrics"),
     ("lots of preemptions under load", "preemption"),
     ("eagle3 is not supported for this model", "unsupported"),
+    ("the draft acceptance rate collapsed after the upgrade", "low-acceptance"),
+    ("Memory access fault by GPU node-2 (Agent handle: 0x55d0) on address 0x7f00", "crash"),
+    ("the server faults the GPU with MTP on", "crash"),
+    ("spec_config is None when ngram is enabled", "crash"),
 ])
 def test_each_class_is_recognised(text, cls):
     assert cls in classify(text).classes
+
+
+@pytest.mark.parametrize("text", ["acceptance rate is 80 %, no collapse", "the acceptance never collapses",
+                                  "the answer is none of them"])
+def test_collapse_and_none_words_need_their_subject(text):
+    assert classify(text).classes == ()
 
 
 def test_case_insensitive():
