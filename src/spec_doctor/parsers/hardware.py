@@ -79,10 +79,11 @@ def parse_hardware(text: str) -> Hardware:
         got = from_hardware(spec.name)  # the vendor of the recognised GPU ('AMD Instinct MI300X': ROCm)
     plat, words = (got[0].id, got[1]) if got else (None, None)
     problem = None
+    known = ", ".join(n.replace("NVIDIA ", "").replace("GeForce ", "") for n in gpu_names())
     if spec is None and not (count or plat):
-        problem = "neither a known GPU model, a device count nor a platform could be read"
+        problem = (f"neither a GPU model spec-doctor knows ({known}), a device count ('2x', '8 GPUs') nor a "
+                   "platform (ROCm, XPU, Gaudi/HPU, TPU, CPU, Metal, Ascend) could be read")
     elif spec is None and plat in (None, "cuda", "rocm"):
         # A GPU platform without a known model: the speedup roofline needs its bandwidth and FLOPs.
-        known = ", ".join(n.replace("NVIDIA ", "").replace("GeForce ", "") for n in gpu_names())
         problem = f"for the speedup roofline: no GPU model spec-doctor knows is named (knows: {known})"
     return Hardware(text=clean, gpu=spec, count=count, platform=plat, platform_words=words, problem=problem)
