@@ -1081,7 +1081,7 @@ def cudagraph(facts: Mapping[str, Any]) -> list[Finding]:
                     ("--compilation-config '{\"cudagraph_mode\": \"FULL_AND_PIECEWISE\"}'",)),
             impact="cheaper draft and verify steps", impact_score=0.5))
     elif isinstance(mode, str) and mode.upper() == "FULL" and applicable_rules("cudagraph-spec-downgrade", version) \
-            and not facts.get("deploy.platform"):
+            and (facts.get("deploy.platform") or {}).get("plugin", "vllm") == "vllm":
         # The downgrade is vLLM's GPU attention backends' (their cudagraph support); a platform plugin's graphs
         # (vllm-ascend's ACL graphs) follow the plugin's own rules.
         rule = applicable_rules("cudagraph-spec-downgrade", version)[0]
