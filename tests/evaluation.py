@@ -62,6 +62,8 @@ def case_args(case_dir: Path) -> tuple[list[str], dict]:
     for key in ("target", "draft"):
         if meta.get(key):
             args += [f"--{key}", meta[key]]
+    if meta.get("gpu"):
+        args += ["--gpu", meta["gpu"]]  # the hardware as the reporter stated it (check --gpu reads it as written)
     args += observed_args(meta.get("observed") or {})
     return args, meta
 

@@ -22,6 +22,7 @@ from spec_doctor.knowledge.data import threshold, thresholds
 from spec_doctor.knowledge.deployment import DeploymentConfig
 from spec_doctor.knowledge.fixes import allowed_draft_tp, plan_fix
 from spec_doctor.knowledge.models import is_head_name, names_no_checkpoint
+from spec_doctor.knowledge.platforms import cuda_graphs_apply, refusal
 from spec_doctor.knowledge.specdata import (
     NEWEST_EXAMINED,
     applicable_rules,
@@ -1052,6 +1053,10 @@ def cudagraph(facts: Mapping[str, Any]) -> list[Finding]:
     out: list[Finding] = []
     if _never_served(facts):
         return out  # the server crashed before serving: speed advice waits until it runs
+    if not cuda_graphs_apply(facts.get("deploy.platform")):
+        # XPU, HPU, TPU, CPU, Metal, Ascend: none of vLLM's CUDA-graph modes run there (platforms.toml), so
+        # --enforce-eager or a cudagraph_mode costs nothing the platform would otherwise have.
+        return out
     launch = _launch_bound_drafter(facts)
     if launch is not None:
         out.append(launch)
@@ -1086,7 +1091,7 @@ def cudagraph(facts: Mapping[str, Any]) -> list[Finding]:
                     ("--compilation-config '{\"cudagraph_mode\": \"FULL_AND_PIECEWISE\"}'",)),
             impact="cheaper draft and verify steps", impact_score=0.5))
     elif isinstance(mode, str) and mode.upper() == "FULL" and applicable_rules("cudagraph-spec-downgrade", version) \
-            and not facts.get("deploy.platform"):
+            and (facts.get("deploy.platform") or {}).get("plugin", "vllm") == "vllm":
         # The downgrade is vLLM's GPU attention backends' (their cudagraph support); a platform plugin's graphs
         # (vllm-ascend's ACL graphs) follow the plugin's own rules.
         rule = applicable_rules("cudagraph-spec-downgrade", version)[0]
@@ -1103,6 +1108,42 @@ def cudagraph(facts: Mapping[str, Any]) -> list[Finding]:
                     ("--compilation-config '{\"cudagraph_mode\": \"FULL_AND_PIECEWISE\"}'",)),
             impact="knowing which graphs actually run", impact_score=0.2))
     return out
+
+
+@check("config.platform", categories=[Category.ENV_PLATFORM], needs=["config.deployment", "deploy.platform"],
+       wants=["vllm.version"], sources=["knowledge/data/platforms.toml"],
+       findings={"config.platform.refused": "the platform's vLLM release refuses or does not implement the "
+                                            "speculative method (its own check, mined from vLLM's source)"})
+def platform_refusal(facts: Mapping[str, Any]) -> list[Finding]:
+    """Speculative decoding on a platform whose vLLM release refuses it (knowledge/data/platforms.toml
+    [[refusal]]: XPU to 0.9.2, the in-tree HPU platform, the in-tree TPU backend to 0.13.0, the V1 CPU runner
+    0.10.0-0.19.1, ROCm's V1 engine 0.8.0-0.9.2). The release must be known: stated, installed, or inferred
+    with every release of the inferred range refusing it."""
+    cfg: DeploymentConfig = facts["config.deployment"]
+    spec = cfg.speculative
+    plat = facts["deploy.platform"]
+    if spec is None:
+        return []
+    version, vsrc = _version(facts)
+    if version is None:
+        return []
+    row = refusal(plat["platform"], spec.method, _base(version))
+    ends = _ends(facts)
+    if row is None or (ends is not None and not all(refusal(plat["platform"], spec.method, _base(v)) is row
+                                                    for v in ends)):
+        return []
+    if row.unless is not None and plat.get("other_build"):
+        return []  # a vendor fork or plugin that carries its own code for this (platforms.toml `unless`)
+    rel = f"{row.first}-{row.last}"
+    return [Finding(
+        "config.platform.refused", Category.ENV_PLATFORM, Severity.ERROR, 0.8 if ends is None else 0.65,
+        f"vLLM {version} on {plat['name']} does not run speculative decoding "
+        f"({spec.method or 'this method'}): releases {rel} refuse it" + (" on the V1 engine" if row.engine else ""),
+        evidence=(Evidence(plat["where"], f"platform: {plat['text']}"), Evidence(vsrc, f"vLLM {version}"),
+                  _spec_ev(cfg), Evidence(row.source.split(" ", 1)[0], row.message)),
+        fix=Fix(row.fix, row.commands),
+        impact="the server does not start with this speculative config on this platform", impact_score=0.9,
+        data={"platform": plat["platform"], "releases": rel, "method": spec.method, "source": row.source})]
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -280,7 +280,7 @@ def _low(ctx: Mapping[str, Any], ev: list[Evidence], conf: float, sev: Severity,
 
 @check("observed.speed", categories=["spec-overhead", "low-acceptance", "high-temperature", "high-concurrency",
                                      "target-too-small", "engine-bug", "k-too-large", "healthy"],
-       needs=["observed.figures"], wants=["config.deployment", "logs.acceptance", "metrics.deltas",
+       needs=["observed.figures"], wants=["config.deployment", "deploy.platform", "logs.acceptance", "metrics.deltas",
                                           "logs.spec_overhead", "models.target", "vllm.version", "models.pair"],
        findings={"observed.speed.costing": "measured: speculation is accepted yet slower than plain decoding",
                  "observed.speed.compute-bound": "measured: slower at a concurrency where verification is "
@@ -362,7 +362,8 @@ def speed(facts: Mapping[str, Any]) -> list[Finding]:
                 (_OFF,)),
             impact=f"About {100 * loss:.0f} % more throughput without speculation.", impact_score=impact,
             data=data)]
-    causes, cause_cmds, titles = overhead_causes(ctx["dep"], facts.get("logs.spec_overhead"))
+    causes, cause_cmds, titles = overhead_causes(ctx["dep"], facts.get("logs.spec_overhead"),
+                                               facts.get("deploy.platform"))
     family = method_family(ctx["method"])
     fallback = _v0_fallback(ctx["method"], facts.get("vllm.version"))
     if fallback is not None:

@@ -20,6 +20,7 @@ from spec_doctor.knowledge.data import load, threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
 from spec_doctor.knowledge.models import names_no_checkpoint, text_config
 from spec_doctor.knowledge.overhead import overhead_causes
+from spec_doctor.knowledge.platforms import cuda_graphs_apply
 from spec_doctor.knowledge.speedup import hybrid_target, method_costs
 
 _OFF = "remove --speculative-config (plain decoding)"
@@ -39,7 +40,7 @@ def _evidence(est: Mapping[str, Any]) -> list[Evidence]:
 
 
 @check("speedup.verdict", categories=["spec-overhead", "high-concurrency", "low-acceptance", "healthy"],
-       needs=["speedup.estimate"], wants=["config.deployment", "logs.spec_overhead"],
+       needs=["speedup.estimate"], wants=["config.deployment", "logs.spec_overhead", "deploy.platform"],
        findings={"speedup.verdict.costing": "speculation is accepted yet slower than plain decoding would be",
                  "speedup.verdict.compute-bound": "at this batch verification is compute-bound: speculation costs",
                  "speedup.verdict.rarely-accepted": "speculation costs because under half a draft is accepted a step",
@@ -103,7 +104,8 @@ def verdict(facts: Mapping[str, Any]) -> list[Finding]:
                             tuple(lower_k + [_OFF])),
                         impact=f"About {cost:.0f} % more throughput without speculation in this configuration.",
                         impact_score=min(1.0, 0.5 + cost / 100), data=data)]
-    causes, cause_cmds, titles = overhead_causes(facts.get("config.deployment"), facts.get("logs.spec_overhead"))
+    causes, cause_cmds, titles = overhead_causes(facts.get("config.deployment"), facts.get("logs.spec_overhead"),
+                                               facts.get("deploy.platform"))
     named = " (" + "; ".join(titles) + ")" if titles else ""
     cmds = cause_cmds + lower_k + [_OFF]
     advice = ("use a method this release runs at full speed" if cause_cmds else
@@ -194,14 +196,15 @@ def _conditions(facts: Mapping[str, Any], dep: Any) -> tuple[set[str], list[Evid
             held.add("draft-quantized")
             ev.append(Evidence(str(getattr(draft, "quantization_source", None) or getattr(draft, "ref", "models.draft")),
                                f"draft {getattr(draft, 'name', '')} is {draft.quantization}-quantized"))
-    if dep.get("enforce_eager") is True or spec.enforce_eager is True:
+    if (dep.get("enforce_eager") is True or spec.enforce_eager is True) \
+            and cuda_graphs_apply(facts.get("deploy.platform")):
         held.add("eager")
         ev.append(Evidence(dep.source_of("enforce_eager"), "enforce_eager: drafter without CUDA graphs"))
     return held, ev
 
 
 @check("speedup.method-cost", categories=["spec-overhead", "healthy"], needs=["config.deployment"],
-       wants=["vllm.version", "models.target", "models.draft", "logs.acceptance", "logs.files", "speedup.estimate",
+       wants=["vllm.version", "deploy.platform", "models.target", "models.draft", "logs.acceptance", "logs.files", "speedup.estimate",
               "observed.figures"],
        findings={"speedup.method-cost.likely": "the method, engine generation and target make speculation likely "
                                                "to cost more per step than it saves (no measurement here)",

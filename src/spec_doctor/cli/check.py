@@ -78,7 +78,9 @@ def check_cmd(
         "--watch-vram", help="Sample VRAM via NVML for S seconds.")] = None,
     allow_download: AllowDownloadOpt = False,
     gpu: Annotated[str | None, typer.Option(
-        "--gpu", help="GPU model for the speedup estimate when NVML cannot tell (e.g. H100, 'A100 80GB').")] = None,
+        "--gpu", help="The hardware, as you would write it: the GPU model for the speedup estimate when NVML cannot "
+                 "tell, the count and the platform (e.g. H100, '2x RTX 3090', 'MI300X, ROCm', 'Intel Gaudi', "
+                 "'CPU only').")] = None,
     only: OnlyOpt = [],
     skip: SkipOpt = [],
     fmt: FormatOpt = "console",
@@ -125,11 +127,8 @@ def check_cmd(
     # diagnosed; only when nothing else could be assessed does the run stop (exit 2, below).
     observed = observed_from(throughput, latency, acceptance, concurrency, k, temperature, keep_going=True)
     symptoms = clean_symptoms(symptom)
-    if gpu is not None:
-        from spec_doctor.knowledge.speedup import gpu_names, gpu_spec
-
-        if gpu_spec(gpu) is None:
-            raise InputError(f"--gpu '{gpu}' is not a GPU spec-doctor knows; known: {', '.join(gpu_names())}")
+    # --gpu is hardware as the user writes it ('2x RTX 3090', 'MI300X, ROCm', 'CPU only'): read by
+    # parsers/hardware.py during the run; what cannot be read is a note (inputs.status), never a stop.
     cmd = command_from(cmd, cmd_file)
     use_vllm_python(vllm_python)
     servers, metrics_urls = server_inputs(server, metrics_url)

@@ -190,23 +190,48 @@ def _platform_texts(store: FactStore) -> list[tuple[str, str]]:
     return out
 
 
+@provides("inputs.hardware")
+def inputs_hardware(store: FactStore) -> Any:
+    """``check --gpu TEXT`` read as the user wrote it (parsers/hardware.py): the GPU model for the roofline, the
+    device count and the platform; what could not be read is in its ``problem`` (a note of the report)."""
+    from spec_doctor.parsers.hardware import parse_hardware
+
+    given = getattr(store.inputs, "gpu", None)
+    if given is None:
+        raise FactUnavailable("no --gpu given")
+    return parse_hardware(given)
+
+
 @provides("deploy.platform")
 def deploy_platform(store: FactStore) -> dict[str, Any]:
-    """The accelerator platform the diagnosed run is on when the inputs show a platform plugin
-    (knowledge/data/platforms.toml: vllm-ascend on Ascend NPUs), and the plugin release they name:
-    {"platform", "name", "device", "plugin", "where", "text", "plugin_release", "plugin_release_source",
-    "vllm_pin", "vllm_pin_source", "source"}. Unavailable for a GPU/CPU run: nothing shows a plugin."""
-    from spec_doctor.knowledge.platforms import detect, vllm_pin
+    """The accelerator platform the diagnosed run is on when it is not vLLM's CUDA platform
+    (knowledge/data/platforms.toml: ROCm, XPU, HPU, TPU, CPU, Metal, Ascend): from what the inputs show (log lines,
+    frames, the command line, an image), else from the hardware the user named (``--gpu``), and the plugin release
+    they name: {"platform", "name", "device", "plugin", "where", "text", "cuda_graphs", "graphs", "plugin_release",
+    "plugin_release_source", "vllm_pin", "vllm_pin_source", "source"}. Unavailable for a CUDA run."""
+    from spec_doctor.knowledge.platforms import detect, platform, refusals, vllm_pin
 
     texts = _platform_texts(store)
     got = detect(texts)
     if got is None:
-        raise FactUnavailable("no platform-plugin evidence in the inputs (vLLM's own GPU/CPU platforms)")
+        hw = store.maybe("inputs.hardware")
+        row = platform(hw.platform) if hw is not None and hw.platform else None
+        if row is not None and not row.nvidia:
+            got = (row, f"--gpu {hw.text}", hw.platform_words or hw.text)
+    if got is None:
+        raise FactUnavailable("no evidence of a platform other than vLLM's CUDA one in the inputs")
     plat, where, text = got
+    # Another build than upstream's for this platform (a vendor fork, V0 kept by VLLM_USE_V1=0): the refusal
+    # rows' `unless` (platforms.toml) over the same texts and the --gpu text.
+    hw_text = getattr(store.maybe("inputs.hardware"), "text", "") or ""
+    other = next((m.group(0) for r in refusals() if r.platform == plat.id and r.unless is not None
+                  for _, t in [*texts, ("--gpu", hw_text)] if (m := r.unless.search(t))), None)
     release = next(((r, w) for w, t in texts if (r := plat.plugin_release(t))), None)
     pin = vllm_pin(plat.plugin, release[0]) if release else None
     return {"platform": plat.id, "name": plat.name, "device": plat.device, "plugin": plat.plugin,
-            "where": where, "text": text[:200], "plugin_release": release[0] if release else None,
+            "where": where, "text": text[:200], "cuda_graphs": plat.cuda_graphs, "graphs": plat.graphs,
+            "other_build": other,
+            "plugin_release": release[0] if release else None,
             "plugin_release_source": release[1] if release else None,
             "vllm_pin": list(pin[0]) if pin else None, "vllm_pin_source": pin[1] if pin else None,
             "source": plat.source}

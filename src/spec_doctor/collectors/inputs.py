@@ -3,7 +3,7 @@
 One row per input (``--log`` file, ``--metrics-url`` / ``--metrics-file``, ``--cmd`` / ``--config``,
 ``--target`` / ``--draft``, ``--server``, the probe,
 the measured figures ``--throughput`` / ``--latency`` / ``--acceptance`` and each of them that could not be read,
-``--vllm-version``, ``--symptom``): ``{"input", "kind", "ok", "speculation", "reason"}``.
+``--vllm-version``, ``--gpu``, ``--symptom``): ``{"input", "kind", "ok", "speculation", "reason"}``.
 ``ok`` says the input could be read and is what it claims to be (None: no check of this run needed it); ``speculation`` says it carries evidence
 about speculative decoding (a vLLM log, a vLLM /metrics page, a deployment config, a model pair, a probe).
 The verdict is ``unknown`` when no row has ``speculation``; ``check`` exits 2 when inputs were given and none
@@ -157,7 +157,7 @@ def inputs_status(store: FactStore) -> list[dict[str, Any]]:
 
 
 def _context_rows(store: FactStore) -> list[dict[str, Any]]:
-    """--vllm-version and --symptom: inputs the diagnosis uses (release bugs, the complaint's weight) that say
+    """--vllm-version, --gpu and --symptom: inputs the diagnosis uses (release bugs, the complaint's weight) that say
     nothing about speculation on their own, so they never make the verdict assessed."""
     inputs, rows = store.inputs, []
     if inputs.vllm_version:
@@ -166,6 +166,14 @@ def _context_rows(store: FactStore) -> list[dict[str, Any]]:
         rows.append({"input": f"--vllm-version {inputs.vllm_version}", "kind": "version",
                      "ok": declared if got else None, "speculation": False,
                      "reason": None if declared else (reason or "not used (no check that needs vllm.version ran)")})
+    if getattr(inputs, "gpu", None) is not None:
+        # --gpu TEXT, read as written (parsers/hardware.py; cheap, so read here even when no check needed it): what
+        # could not be read from it is a note, never a stop.
+        hw = store.maybe("inputs.hardware")
+        problem = getattr(hw, "problem", None) or (None if hw is not None else "could not be read")
+        read = f" (read: {hw.summary()})" if hw is not None and hw.read else ""
+        rows.append({"input": f"--gpu {inputs.gpu}", "kind": "hardware", "ok": problem is None,
+                     "speculation": False, "reason": f"{problem}{read}" if problem else None})
     if inputs.symptoms:
         got, complaint, reason = _fact(store, "symptom.complaint")
         rows.append({"input": "--symptom", "kind": "symptom", "ok": (complaint is not None) if got else None,

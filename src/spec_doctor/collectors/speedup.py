@@ -106,12 +106,9 @@ def _observed_from_log(store: FactStore) -> dict[str, Any] | None:
 
 
 def gpu_in_use(store: FactStore) -> tuple[Any, str] | None:
-    given = getattr(store.inputs, "gpu", None)
-    if given:
-        spec = gpu_spec(given)
-        if spec is None:
-            raise FactUnavailable(f"--gpu '{given}' is not in the GPU table (knowledge/data/gpus.toml)")
-        return spec, "--gpu"
+    hw = store.maybe("inputs.hardware")
+    if hw is not None and hw.gpu is not None:
+        return hw.gpu, "--gpu"
     snap = store.maybe("nvml.snapshot")
     for g in (snap or {}).get("gpus", []) if isinstance(snap, dict) else []:
         spec = gpu_spec(g.get("name"))

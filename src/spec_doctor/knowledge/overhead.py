@@ -21,12 +21,17 @@ def signature_commands(sig_id: str | None) -> tuple[str, ...]:
     return ()
 
 
-def overhead_causes(dep: Any, hits: Iterable[Mapping[str, Any]] | None) -> tuple[list[Evidence], list[str], list[str]]:
-    """(evidence, fix commands, short titles) of the per-step costs the deployment config and the log show."""
+def overhead_causes(dep: Any, hits: Iterable[Mapping[str, Any]] | None,
+                    platform: Mapping[str, Any] | None = None) -> tuple[list[Evidence], list[str], list[str]]:
+    """(evidence, fix commands, short titles) of the per-step costs the deployment config and the log show.
+    `platform`: the run's deploy.platform (None: CUDA); where vLLM's CUDA-graph modes do not exist,
+    --enforce-eager costs nothing."""
+    from spec_doctor.knowledge.platforms import cuda_graphs_apply
+
     ev: list[Evidence] = []
     cmds: list[str] = []
     titles: list[str] = []
-    if dep is not None and dep.get("enforce_eager"):
+    if dep is not None and dep.get("enforce_eager") and cuda_graphs_apply(platform):
         ev.append(Evidence(dep.source_of("enforce_eager"),
                            "--enforce-eager: target and drafter run without CUDA graphs, every kernel launched "
                            "from Python"))

@@ -61,6 +61,21 @@ def gpu_spec(name: str | None) -> GpuSpec | None:
     return None
 
 
+def gpu_spec_in(text: str) -> GpuSpec | None:
+    """The GPU a sentence names first ('L20X; later one H200' -> none known before H200 ... the leftmost known
+    one), for hardware written in words; gpu_spec's row order decides only between matches at one place."""
+    low = text.lower().replace("-", " ").replace("_", " ")
+    best: tuple[int, int, dict[str, Any]] | None = None
+    for i, row in enumerate(load("gpus.toml")["gpu"]):
+        m = re.search(row["match"], low)
+        if m and (best is None or (m.start(), i) < best[:2]):
+            best = (m.start(), i, row)
+    if best is None:
+        return None
+    row = best[2]
+    return GpuSpec(row["name"], row["hbm_gb_s"] * 1e9, row["bf16_tflops"] * 1e12, row["source"])
+
+
 def gpu_names() -> list[str]:
     """The GPUs of data/gpus.toml, for messages."""
     return [row["name"] for row in load("gpus.toml")["gpu"]]

@@ -836,8 +836,10 @@ NEEDLES = L.NEEDLES + (b"Traceback", b'File "', b"Exception", b"Assertion `", b"
                           b"raft_tokens", b"at token ", b"ean acceptance length", b"ccpt Len", b"cceptance len", b"ccept len", *BENCH_NEEDLES, b"Serving Benchmark Result", b"vocab_size", b"undefined symbol", b"out of memory", b"not supported with spec-decode",
                           # pydantic's error-type tag on the line after a config ValidationError
                           b"[type=",
-                          # a platform plugin's start-up lines (knowledge/data/platforms.toml: vllm-ascend)
-                          b"Platform plugin ", b"vllm_ascend", b"vllm-ascend", b"torch_npu")
+                          # a platform's start-up lines (knowledge/data/platforms.toml: vLLM's own platform
+                          # detection, a plugin's activation, vllm-ascend)
+                          b"Automatically detected platform ", b"Platform plugin ", b"vllm_ascend", b"vllm-ascend",
+                          b"torch_npu")
 
 
 def parse_log(path: str, display: str | None = None, *, chunk_size: int | None = None,
