@@ -48,7 +48,7 @@ def test_unknown_only_id():
     (["check", "--timeout", "-1"], "--timeout must be positive"),
     (["check", "--no-such-flag"], "No such option"),
     (["explain", "no.such.thing"], "unknown finding id, check id or category"),
-    (["check", "--vllm-version", "banana"], "is not a version"),
+    (["check", "--vllm-version", "banana"], "names no vLLM release"),
 ])
 def test_bad_arguments(args, text):
     assert text in _one_line_error(run_cli(*args))
@@ -94,3 +94,15 @@ def test_cli_needs_no_separate_click():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.startswith("spec-doctor: error: Invalid value for '--timeout'")
+
+
+def test_a_vllm_version_in_words_is_read_and_one_without_a_release_is_a_note():
+    proc = run_cli("check", "--vllm-version", "0.9.1/0.9.2", "--draft", "Qwen/Qwen3-0.6B", "--target", "Qwen/Qwen3-8B",
+                   "--format", "json")
+    assert proc.returncode in (0, 1), proc.stderr
+    report = json.loads(proc.stdout)
+    assert any("0.9.1-0.9.2" in e["detail"] or "0.9.1-0.9.2" in e["source"]
+               for f in report["findings"] for e in f["evidence"])
+    proc = run_cli("check", "--vllm-version", "banana", "--draft", "Qwen/Qwen3-0.6B", "--target", "Qwen/Qwen3-8B")
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "--vllm-version was not used: 'banana' names no vLLM release" in proc.stdout

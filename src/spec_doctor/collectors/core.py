@@ -9,12 +9,12 @@ tracebacks, the metrics-line and log-header formats). An inferred version is an 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from spec_doctor.engine.facts import FactStore, FactUnavailable, InputError, Sourced, provides
+from spec_doctor.engine.facts import FactStore, FactUnavailable, Sourced, provides
 
 
 def parse_version(text: str) -> Version:
@@ -35,7 +35,16 @@ class InferredVersion(Sourced):
     def label(self) -> str:
         lo = str(self.low) if self.low else "?"
         hi = f"{self.high}+" if self.high_open else str(self.high) if self.high else "?"
-        return lo if lo == hi else f"{lo}-{hi}"
+        return hi if self.low == self.high else f"{lo}-{hi}"
+
+
+def declared_version(text: str) -> Any:
+    """--vllm-version text that is not a plain release (parsers/versiontext): a release, a series, a range or a build
+    of main, over the releases knowledge/data/model_support.json was mined from; None when no release is in it."""
+    from spec_doctor.knowledge.model_support import releases
+    from spec_doctor.parsers.versiontext import read_declared
+
+    return read_declared(text, [Version(r) for r in releases()])
 
 
 def _stated(store: FactStore, fact: str, label: str | None) -> Sourced | None:
@@ -60,7 +69,13 @@ def vllm_version(store: FactStore) -> Sourced:
         try:
             return Sourced(parse_version(declared), "--vllm-version")
         except InvalidVersion:
-            raise InputError(f"--vllm-version: '{declared}' is not a version (expected e.g. 0.10.1)") from None
+            read = declared_version(declared)
+            if read is not None and read.exact is not None:
+                return Sourced(read.exact, "--vllm-version")
+            if read is not None and read.high is not None:
+                found = InferredVersion(read.high, "--vllm-version", read.low, read.high, read.high_open, 0.9)
+                return replace(found, source=f"--vllm-version '{declared}' ({read.how}): vLLM {found.label()}")
+            # No release in the text: a note of the report (inputs.status); the other inputs say what they can.
     servers = store.maybe("server.info") if store.inputs.servers else None
     for one in (servers or {}).values():
         if one.get("version"):

@@ -17,6 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from packaging.version import InvalidVersion
+
+from spec_doctor.collectors.core import declared_version, parse_version
 from spec_doctor.engine.facts import FactStore, FactUnavailable, provides
 
 
@@ -156,15 +159,27 @@ def inputs_status(store: FactStore) -> list[dict[str, Any]]:
     return rows + _context_rows(store)
 
 
+def _plain(text: str) -> bool:
+    try:
+        parse_version(text)
+    except InvalidVersion:
+        return False
+    return True
+
+
 def _context_rows(store: FactStore) -> list[dict[str, Any]]:
     """--vllm-version, --gpu and --symptom: inputs the diagnosis uses (release bugs, the complaint's weight) that say
     nothing about speculation on their own, so they never make the verdict assessed."""
     inputs, rows = store.inputs, []
     if inputs.vllm_version:
         got, version, reason = _fact(store, "vllm.version")
-        declared = got and getattr(version, "source", None) == "--vllm-version"
+        declared = got and str(getattr(version, "source", "")).startswith("--vllm-version")
+        unreadable = not declared and not _plain(inputs.vllm_version) and declared_version(inputs.vllm_version) is None
+        if unreadable:
+            reason = (f"'{inputs.vllm_version}' names no vLLM release (e.g. 0.10.1, 0.8.x, >=0.9, main): "
+                      "version-dependent rules use what the other inputs show")
         rows.append({"input": f"--vllm-version {inputs.vllm_version}", "kind": "version",
-                     "ok": declared if got else None, "speculation": False,
+                     "ok": False if unreadable else declared if got else None, "speculation": False,
                      "reason": None if declared else (reason or "not used (no check that needs vllm.version ran)")})
     if getattr(inputs, "gpu", None) is not None:
         # --gpu TEXT, read as written (parsers/hardware.py; cheap, so read here even when no check needed it): what
