@@ -216,3 +216,36 @@ def test_cuda_graphs_the_user_saw_missing_or_dropped_are_their_own_class():
                  "cudagraph_mode is downgraded to PIECEWISE with spec decode", "CUDA graph capture fails for the drafter"):
         assert "cuda-graphs" in classify(text).classes, text
     assert "cuda-graphs" not in classify("graphs are captured fine and it is fast").classes
+
+
+@pytest.mark.parametrize("text, phrase", [
+    ("with MTP I get 45 tok/s, 60 tok/s without", "45 tok/s with speculation vs 60 tok/s without"),
+    ("baseline 60 tok/s; EAGLE-3 45 tok/s", "45 tok/s with speculation vs 60 tok/s without"),
+    ("With speculative decoding: 30 tokens/s. Without: 42 tokens/s.", "30 tokens/s with speculation vs 42 tokens/s without"),
+    ("spec decode off: 50 tok/s, with spec decode: 40 tok/s", "40 tok/s with speculation vs 50 tok/s without"),
+])
+def test_throughput_figures_stated_apart_make_a_with_without_pair(text, phrase):
+    c = classify(text)
+    assert c.classes == ("slowdown",) and phrase in c.matched["slowdown"]
+
+
+@pytest.mark.parametrize("text", [
+    "MTP throughput: 120, no MTP throughput: 100",  # faster with speculation
+    "with MTP 70 tok/s vs 60 tok/s without",
+    "we expected 60 tok/s without and got 45 tok/s with MTP",  # the baseline is an expectation
+    "Output token throughput (tok/s): 410.61 [...] Peak output token throughput (tok/s): 113.00",  # no with/without
+])
+def test_throughput_figures_without_a_loss_are_no_slowdown(text):
+    assert "slowdown" not in classify(text).classes
+
+
+@pytest.mark.parametrize("text, cls", [
+    ("the acceptance is only 4% with eagle3", "low-acceptance"),
+    ("a 3 % draft acceptance with EAGLE-3 at K=3", "low-acceptance"),
+])
+def test_acceptance_stated_without_the_word_rate(text, cls):
+    assert cls in classify(text).classes
+
+
+def test_a_borderline_acceptance_without_the_word_rate_is_no_complaint():
+    assert classify("30% acceptance with K=3 on eagle3").classes == ()

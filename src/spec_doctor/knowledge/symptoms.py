@@ -125,6 +125,8 @@ class FigureWords:
     latency_words: tuple[re.Pattern[str], ...]
     speedup: re.Pattern[str]
     hypothetical: tuple[re.Pattern[str], ...]
+    throughput_figure: tuple[re.Pattern[str], ...] = ()
+    with_spec: tuple[re.Pattern[str], ...] = ()
 
 
 @functools.cache
@@ -138,7 +140,9 @@ def figure_words() -> FigureWords:
         unit_throughput=re.compile(rf"^(?:{row['unit_throughput']})$", re.I),
         without=tuple(compile_pattern(p) for p in row["without"]),
         latency_words=tuple(compile_pattern(p) for p in row["latency_words"]),
-        speedup=re.compile(row["speedup"], re.I), hypothetical=tuple(compile_pattern(p) for p in row["hypothetical"]))
+        speedup=re.compile(row["speedup"], re.I), hypothetical=tuple(compile_pattern(p) for p in row["hypothetical"]),
+        throughput_figure=tuple(re.compile(p, re.I) for p in row["throughput_figure"]),
+        with_spec=tuple(compile_pattern(p) for p in row["with_spec"]))
 
 
 @functools.cache

@@ -233,6 +233,8 @@ def _pair_classes(text: str) -> dict[str, list[str]]:
                     out.setdefault("latency", []).append(m.group(0))
         except InputError:
             continue
+    for phrase in _labelled_pair(text):
+        out.setdefault("slowdown", []).append(phrase)
     for m in words.speedup.finditer(text):
         try:
             _, ratio = parse_throughput(f"{m.group(1)}x")
@@ -241,6 +243,45 @@ def _pair_classes(text: str) -> dict[str, list[str]]:
         if ratio is not None and speed_verdict(ratio) == "costing" and _observed(text, m.start()):
             out.setdefault("slowdown", []).append(m.group(0))
     return out
+
+
+_SEGMENT_BREAK = re.compile(r"[;,|\n]|\.(?!\d)|\bvs\.?\b|\bversus\b|\bcompared (?:to|with)\b|\bbut\b|\bwhile\b|\bwhereas\b", re.I)
+
+
+def _segment(text: str, start: int, end: int) -> str:
+    """The words around a figure up to the nearest break on each side (a comma, a semicolon, a sentence end, a
+    'vs', a 'but'): what the figure is said of."""
+    before = [m.end() for m in _SEGMENT_BREAK.finditer(text, 0, start)]
+    after = _SEGMENT_BREAK.search(text, end)
+    return text[before[-1] if before else 0:after.start() if after else len(text)]
+
+
+def _labelled_pair(text: str) -> list[str]:
+    """Throughput figures stated apart, each with what it was measured with ("with MTP: 45 tok/s, without: 60
+    tok/s", "baseline 60 tok/s; EAGLE-3 45 tok/s"): the first one said to be without speculation and the first one
+    said to be with it make a with/without pair; worse with speculation is a slowdown."""
+    words = figure_words()
+    seen: dict[str, tuple[float, str]] = {}
+    for pattern in words.throughput_figure:
+        for m in pattern.finditer(text):
+            if is_negated(text, m.start()) or any(p.search(text[_clause_start(text, m.start()):m.start()])
+                                                  for p in words.hypothetical if not any(w.pattern == p.pattern
+                                                                                         for w in words.without)):
+                continue
+            seg = _segment(text, m.start(), m.end())
+            label = "without" if any(p.search(seg) for p in words.without) else \
+                "with" if any(p.search(seg) for p in words.with_spec) else None
+            if label and label not in seen:
+                seen[label] = (float(m.group(1)), m.group(0).strip())
+    if len(seen) < 2:
+        return []
+    try:
+        pair, _ = parse_throughput(f"{seen['with'][0]:g}:{seen['without'][0]:g}")
+    except InputError:
+        return []
+    if pair and speed_verdict(pair[0] / pair[1]) == "costing":
+        return [f"{seen['with'][1]} with speculation vs {seen['without'][1]} without"]
+    return []
 
 
 _K_FIGURE = re.compile(r"(\d+(?:\.\d+)?)\s*(%\s*faster|x\b|×|tok(?:en)?s?/s|tps)", re.I)
