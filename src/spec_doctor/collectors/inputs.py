@@ -46,8 +46,10 @@ def _log_rows(store: FactStore) -> list[dict[str, Any]]:
         label = f"--log {lf.display}"
         if getattr(lf, "error", None):
             rows.append({"input": label, "kind": "log", "ok": False, "speculation": False, "reason": lf.error})
-        elif not (lf.records or lf.signatures or lf.streams or lf.bench or lf.ev.tracebacks or lf.ev.events):
-            # (a traceback or a CUDA device-side assert pasted without log headers is vLLM output too)
+        elif not (lf.records or lf.signatures or lf.streams or lf.bench or lf.ev.tracebacks or lf.ev.events
+                  or getattr(lf, "argparse", None)):
+            # (a traceback, a CUDA device-side assert or argparse's refusal of the command line pasted without
+            # log headers is vLLM output too)
             rows.append({"input": label, "kind": "log", "ok": False, "speculation": False,
                          "reason": f"no vLLM log line recognised in {lf.lines} line(s)"})
         else:

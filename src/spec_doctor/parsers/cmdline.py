@@ -459,7 +459,7 @@ _ELLIPSIS = re.compile(r",?\s*(?:\.\.\.|…)\s*(?=[,}\]])|(?<=[{\[,])\s*(?:\.\.\
 _TRAILING_COMMA = re.compile(r",\s*(?=[}\]])")
 
 
-def _salvage(text: str) -> Any:
+def salvage_mapping(text: str) -> Any:
     """What a JSON value that json.loads rejects was meant to say: elisions (`...`) and trailing commas dropped,
     then read as a YAML flow mapping (which also takes the unquoted keys and values left when a paste lost the
     quotes: `{method: ngram, num_speculative_tokens: 3}`). None when even that fails."""
@@ -502,7 +502,7 @@ def parse_json_value(flag: str, text: Any) -> Any:
                 return elided
         except json.JSONDecodeError:
             pass
-        salvaged = _salvage(stripped)
+        salvaged = salvage_mapping(stripped)
         if isinstance(salvaged, dict):
             salvaged[MALFORMED_KEY] = why
             return salvaged
