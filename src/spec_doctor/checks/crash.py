@@ -220,7 +220,8 @@ def argparse_finding(a: Mapping[str, Any], sources: list[str]) -> Finding:
                                        f"{clip(tpl.template, 200)}"))
     flag = r.flag
     title = f"vLLM exited at argument parsing: {row['title']}" + (f" ({flag})" if flag else "")
-    fix_text, commands = row["fix"], ()
+    fix_text: str = row["fix"]
+    commands: tuple[str, ...] = ()
     if r.json_flag and flag and r.value is not None:
         notes = json_notes()
         why = "; ".join(str(notes[p]) for p in r.json_problems if p in notes) or \

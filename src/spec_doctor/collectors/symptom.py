@@ -33,9 +33,8 @@ def symptom_errors(store: FactStore) -> list[dict[str, Any]]:
     as logs.argparse reads a log's."""
     from spec_doctor.collectors.logs import EXCEPTION_KIND, QUOTED_MIN_FIXED, raising_module, template_dict
     from spec_doctor.knowledge.catalogue import fixed_chars, identify
-    from spec_doctor.parsers.symptom import quoted_errors
-
     from spec_doctor.parsers.argparse_errors import error_in, read_message
+    from spec_doctor.parsers.symptom import quoted_errors
 
     complaint = store.get("symptom.complaint")
     out: dict[tuple[str | None, str | None], dict[str, Any]] = {}
