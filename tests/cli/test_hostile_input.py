@@ -95,11 +95,14 @@ def test_impossible_arguments(args, needle):
 
 
 @pytest.mark.parametrize("cmd", ["sparkrun run @qwen3-mtp", "./run-recipe.sh qwen3-next"])
-def test_cmd_without_a_vllm_invocation_is_a_note(cmd):
-    """A recipe runner shows no vLLM command: alone, one line and exit 2; beside a log, a note and the log judged."""
+def test_cmd_without_a_vllm_invocation_is_a_note(cmd, tmp_path):
+    """A recipe runner shows no vLLM command: alone, one line and exit 2; beside a log, a note and the log judged
+    (--cmd-file the same)."""
     line = _one_error_line(run_cli("check", "--cmd", cmd, timeout=60))
     assert "could not assess anything" in line and "not a vLLM command line" in line and cmd.split()[0] in line
-    proc = run_cli("check", "--cmd", cmd, "--log", str(HEALTHY / "log.txt"), "--format", "json",
+    cmd_file = tmp_path / "cmd.txt"
+    cmd_file.write_text(cmd + "\n")
+    proc = run_cli("check", "--cmd-file", str(cmd_file), "--log", str(HEALTHY / "log.txt"), "--format", "json",
                    "--fail-on", "never", timeout=60)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
