@@ -94,6 +94,22 @@ def test_impossible_arguments(args, needle):
     assert needle in _one_error_line(run_cli("check", *args, timeout=30))
 
 
+@pytest.mark.parametrize("cmd", ["sparkrun run @qwen3-mtp", "./run-recipe.sh qwen3-next"])
+def test_cmd_without_a_vllm_invocation_is_a_note(cmd, tmp_path):
+    """A recipe runner shows no vLLM command: alone, one line and exit 2; beside a log, a note and the log judged
+    (--cmd-file the same)."""
+    line = _one_error_line(run_cli("check", "--cmd", cmd, timeout=60))
+    assert "could not assess anything" in line and "not a vLLM command line" in line and cmd.split()[0] in line
+    cmd_file = tmp_path / "cmd.txt"
+    cmd_file.write_text(cmd + "\n")
+    proc = run_cli("check", "--cmd-file", str(cmd_file), "--log", str(HEALTHY / "log.txt"), "--format", "json",
+                   "--fail-on", "never", timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["verdict"] == "healthy"
+    assert any(n.startswith("--cmd was not used: not a vLLM command line") for n in report["notes"])
+
+
 @pytest.mark.parametrize("k", ["NaN", "1e308", "-3", "0", "2.5", '"five"', "Infinity"])
 def test_unusable_k_is_an_error_finding(k):
     cmd = (f"vllm serve Qwen/Qwen2.5-7B --speculative-config "

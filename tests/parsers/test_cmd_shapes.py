@@ -136,3 +136,72 @@ def test_vllm_subcommands_with_engine_flags():
                       "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":2}'")
     assert p.program == "vllm bench latency" and p.model == "Qwen/Qwen3-8B"
     assert p.args["speculative_config"]["num_speculative_tokens"] == 2
+
+
+_SPEC = "'{\"method\": \"ngram\", \"num_speculative_tokens\": 3}'"
+
+
+@pytest.mark.parametrize("cmd,program,env", [
+    # launchers in front of vLLM: their own options and words are not vLLM's
+    ("uv run --with vllm vllm serve M -tp 2 --speculative-config " + _SPEC, "vllm serve", {}),
+    ("env -u HF_HUB_OFFLINE VLLM_USE_V1=1 vllm serve M -tp 2 --speculative-config " + _SPEC, "vllm serve",
+     {"VLLM_USE_V1": "1"}),
+    ("CUDA_VISIBLE_DEVICES=0,1 python3 -m vllm.entrypoints.openai.api_server --model M -tp 2 "
+     "--speculative-config " + _SPEC, "python -m vllm.entrypoints.openai.api_server", {"CUDA_VISIBLE_DEVICES": "0,1"}),
+    ("nohup vllm serve M -tp 2 --speculative-config " + _SPEC + " > vllm.log 2>&1 &", "vllm serve", {}),
+    ("vllm serve M -tp 2 --speculative-config " + _SPEC + " 2>&1 | tee out.log", "vllm serve", {}),
+    ("srun --gres=gpu:2 -N 1 --export=ALL vllm serve M -tp 2 --speculative-config " + _SPEC, "vllm serve", {}),
+    ("ray job submit --address http://head:8265 -- vllm serve M -tp 2 --speculative-config " + _SPEC,
+     "vllm serve", {}),
+    ("sudo docker exec -it ctr vllm serve M -tp 2 --speculative-config " + _SPEC, "vllm serve", {}),
+    ("kubectl exec -it pod-0 -- vllm serve M -tp 2 --speculative-config " + _SPEC, "vllm serve", {}),
+    ("numactl --cpunodebind=0 taskset -c 0-7 vllm serve M -tp 2 --speculative-config " + _SPEC, "vllm serve", {}),
+    ("bash -c \"VLLM_USE_V1=1 vllm serve M -tp 2 --speculative-config '{\\\"method\\\": \\\"ngram\\\", "
+     "\\\"num_speculative_tokens\\\": 3}'\"", "vllm serve", {"VLLM_USE_V1": "1"}),
+    # containers: the image's entrypoint is the API server; -e/--env are the server's environment
+    ("docker run --gpus all -e VLLM_USE_V1=1 --env=HF_HOME=/h -v vllm-cache:/root/.cache -p 8000:8000 "
+     "--name vllm-openai-1 vllm/vllm-openai:v0.10.1 --model M -tp 2 --speculative-config " + _SPEC,
+     "docker vllm/vllm-openai:v0.10.1", {"VLLM_USE_V1": "1", "HF_HOME": "/h"}),
+    ("docker run --rm vllm/vllm-openai:v0.10.1 vllm serve M -tp 2 --speculative-config " + _SPEC,
+     "docker vllm/vllm-openai:v0.10.1", {}),
+    ("docker run --entrypoint vllm vllm/vllm-openai:v0.10.1 serve M -tp 2 --speculative-config " + _SPEC,
+     "docker vllm/vllm-openai:v0.10.1", {}),
+    ("docker compose run vllm vllm serve M -tp 2 --speculative-config " + _SPEC, "vllm serve", {}),
+])
+def test_launcher_lines_yield_the_vllm_invocation(cmd, program, env):
+    p = parse_command(cmd)
+    assert (p.program, p.model, p.env, p.positional) == (program, "M", env, [])
+    assert p.args["tensor_parallel_size"] == 2 and p.args["speculative_config"]["num_speculative_tokens"] == 3
+
+
+def test_manifest_with_a_shell_command_string():
+    compose = parse_command('services:\n  vllm:\n    image: vllm/vllm-openai:v0.10.1\n    entrypoint: ["/bin/sh", "-c"]\n'
+                            '    command: ["CUDA_VISIBLE_DEVICES=0 vllm serve M --max-num-seqs 4 > /tmp/log 2>&1"]\n')
+    assert compose.model == "M" and compose.env == {"CUDA_VISIBLE_DEVICES": "0"} and not compose.positional
+    k8s = parse_command('spec:\n  containers:\n  - image: vllm/vllm-openai:v0.11.0\n    command: ["/bin/bash", "-c"]\n'
+                        '    args:\n    - |\n      vllm serve M \\\n        --tensor-parallel-size 2 \\\n'
+                        '        --speculative-config \'{"method": "ngram", "num_speculative_tokens": 3}\'\n')
+    assert k8s.model == "M" and k8s.args["speculative_config"]["method"] == "ngram"
+
+
+@pytest.mark.parametrize("cmd", ["sparkrun run @qwen3-mtp", "./run-recipe.sh qwen3-next", "ls -la /tmp",
+                                 "docker compose up -d"])
+def test_no_vllm_invocation_is_its_own_error(cmd):
+    from spec_doctor.parsers.cmdline import NotVllmCommand, not_vllm_reason
+
+    with pytest.raises(NotVllmCommand, match="not a vLLM command line"):
+        parse_command(cmd)
+    assert cmd.split()[0] in (not_vllm_reason(cmd) or "")
+    assert not_vllm_reason("vllm serve M") is None and not_vllm_reason("") is None  # empty: another error
+
+
+def test_no_vllm_invocation_is_a_note_beside_other_inputs():
+    s = _store(cmd="sparkrun run @qwen3-mtp", target="Qwen/Qwen3-8B", draft="ngram")
+    assert s.get("config.deployment").speculative.method == "ngram"  # from --draft
+    row = next(r for r in s.get("inputs.status") if r["input"] == "--cmd")
+    assert row["ok"] is False and "sparkrun" in row["reason"]
+    alone = _store(cmd="./run-recipe.sh qwen3")
+    from spec_doctor.engine.facts import FactUnavailable
+
+    with pytest.raises(FactUnavailable, match="not a vLLM command line"):
+        alone.get("config.deployment")

@@ -170,6 +170,120 @@ def _traceback_finding(tb: Mapping[str, Any], row: Any, count: int, sources: lis
                          "speculation_on": spec_on, "stage": _stage(tb)})
 
 
+@check("logs.argparse", categories=["config-deprecated"], needs=["logs.argparse"], wants=["logs.files"],
+       findings={"logs.argparse.rejected": "vLLM exited at argument parsing: Python argparse refused its command "
+                                           "line (an unknown flag, a value that is not JSON, ...)"},
+       sources=["https://github.com/python/cpython/blob/v3.11.7/Lib/argparse.py", "knowledge/data/argparse.toml"])
+def argparse_rejected(facts: Mapping[str, Any]) -> list[Finding]:
+    """argparse's `PROG: error: MESSAGE` in a log: the server exited with status 2 at argument parsing, before the
+    engine existed, so nothing after it (metrics, acceptance) can be missing. One finding per distinct message,
+    read by its kind (knowledge/data/argparse.toml, CPython's texts) or as vLLM's own ArgumentTypeError text (the
+    catalogue); lines a hand-written log signature already explains are left to it."""
+    explained = _signature_lines(facts)
+    found: dict[str, tuple[dict[str, Any], list[str]]] = {}
+    for a in facts["logs.argparse"]:
+        if a["line"] in explained.get(a["file"], set()):
+            continue
+        found.setdefault(a["message"], (a, []))[1].append(a["source"])
+    return [argparse_finding(a, sources) for a, sources in found.values()]
+
+
+def argparse_finding(a: Mapping[str, Any], sources: list[str]) -> Finding:
+    """One argparse refusal ({"source", "prog", "message", "usage_source", "reading"}) as a finding: what argparse
+    (or vLLM's type function) said, what it means for the flag, and the fix -- for a JSON flag whose value can be
+    recovered, the value as JSON in single quotes."""
+    from spec_doctor.parsers.argparse_errors import json_argument, json_notes
+
+    r = a["reading"]
+    msg = str(a["message"])
+    ev = [Evidence(a["source"], f"{a['prog']}: error: {clip(msg, 300)}")]
+    if len(sources) > 1:
+        ev.append(Evidence(", ".join(sources[1:4]), f"the same error {len(sources)} times (a restart loop)"))
+    if a.get("usage_source"):
+        ev.append(Evidence(a["usage_source"], "argparse's usage line: the server exited with status 2 before the "
+                                              "engine started"))
+    data: dict[str, Any] = {"stage": "startup", "prog": a["prog"], "message": msg[:500]}
+    if r is None:
+        return Finding("logs.argparse.rejected", Category.CONFIG_DEPRECATED, Severity.ERROR, 0.7,
+                       f"vLLM exited at argument parsing: {clip(msg, 120)}", tuple(ev),
+                       Fix("Correct the argument the message names; `vllm serve --help` lists what this release "
+                           "takes."), impact="The server never started.", impact_score=0.9,
+                       data={**data, "root_cause": "argparse: " + msg[:80]})
+    row, tpl = r.row, r.template
+    category = Category(row["category"])
+    if tpl is not None and tpl.category in _CRASH_CATEGORIES and tpl.category != "none":
+        category = Category(tpl.category)
+    ev.append(Evidence(row["source"], f"Python argparse: {row['meaning']}"))
+    if tpl is not None:
+        tpl_d = {"project": tpl.project, "first_version": tpl.first_version, "last_version": tpl.last_version}
+        ev.append(Evidence(tpl.source, f"{_whose(tpl_d)} {tpl.kind} text (in {_releases_label(tpl_d)}): "
+                                       f"{clip(tpl.template, 200)}"))
+    flag = r.flag
+    title = f"vLLM exited at argument parsing: {row['title']}" + (f" ({flag})" if flag else "")
+    fix_text: str = row["fix"]
+    commands: tuple[str, ...] = ()
+    if r.json_flag and flag and r.value is not None:
+        notes = json_notes()
+        why = "; ".join(str(notes[p]) for p in r.json_problems if p in notes) or \
+            (f"json.loads: {r.json_error}" if r.json_error else "json.loads refused it")
+        title = f"vLLM exited at argument parsing: the {flag} value is not JSON"
+        ev.append(Evidence(a["source"], f"{flag} got {clip(r.value, 200)}: {why}"))
+        if r.json_fixed is not None:
+            fix_text = f"Give {flag} its value as JSON, one shell word in single quotes" + (
+                " (render the template, or write single braces)" if "doubled-braces" in r.json_problems else
+                " (double quotes, true/false/null: not Python's repr)" if "python-repr" in r.json_problems else "") \
+                + "."
+            commands = (json_argument(flag, r.json_fixed),)
+        elif "split" in r.json_problems:
+            fix_text = (f"Keep the JSON one word: wrap all of it in single quotes where the command is written (a "
+                        f"launcher that splits arguments at spaces needs it without spaces); vLLM >= "
+                        f"{notes['dotted_from']} also takes its keys one by one ({flag}.KEY VALUE), which nothing "
+                        f"can split.")
+            commands = (f"{flag}.num_speculative_tokens 3" if flag == "--speculative-config" else f"{flag}.KEY VALUE",)
+            ev.append(Evidence(str(notes["dotted_source"]), f"{flag}.KEY VALUE: one key per flag"))
+    elif r.kind == "unrecognized":
+        title, extra = _unrecognized(r.words)
+        ev += extra
+    elif r.kind == "invalid-choice" and flag:
+        title = f"vLLM exited at argument parsing: {flag} does not take '{clip(r.value or '', 60)}'"
+    elif r.kind == "expected-argument" and flag:
+        title = f"vLLM exited at argument parsing: {flag} got no value"
+    elif r.kind == "type-error" and flag:
+        title = f"vLLM exited at argument parsing: {flag}: {clip(msg.split(': ', 1)[-1], 100)}"
+    data.update(kind=r.kind, flag=flag, json_problems=list(r.json_problems),
+                root_cause="argparse: " + (flag or r.kind))
+    return Finding("logs.argparse.rejected", category, Severity.ERROR, 0.9, title, tuple(ev), Fix(fix_text, commands),
+                   impact="The server never started: nothing was served, so no speculation metrics exist.",
+                   impact_score=0.9, data=data)
+
+
+def _unrecognized(words: list[str]) -> tuple[str, list[Evidence]]:
+    """The title and the flags.toml evidence for `unrecognized arguments: ...`: each flag's history (removed after
+    a release, added in a later one, unknown), and the words that are pieces of a split value."""
+    from spec_doctor.knowledge.specdata import flag_info
+
+    flags = [w.split("=", 1)[0] for w in words if w.startswith("-") and not w.lstrip("-").replace(".", "").isdigit()]
+    stray = [w for w in words if not w.startswith("-")]
+    ev: list[Evidence] = []
+    for f in flags[:6]:
+        info = flag_info("--" + f[2:].replace("_", "-") if f.startswith("--") else f)
+        if info is None:
+            ev.append(Evidence("knowledge/data/flags.toml", f"{f}: not a flag of any vLLM release spec-doctor knows "
+                                                            "(misspelled, or another program's)"))
+            continue
+        src = str(info.row.get("source", "knowledge/data/flags.toml"))
+        if info.last is not None:
+            to = f"; its setting is now --speculative-config's '{info.spec_key}'" if info.spec_key else ""
+            ev.append(Evidence(src, f"{f}: in vLLM {info.first}-{info.last}, removed after {info.last}{to}"))
+        elif info.first is not None:
+            ev.append(Evidence(src, f"{f}: added in vLLM {info.first}; the release that refused it is older"))
+    if stray and any(c in " ".join(stray) for c in '{}":'):
+        ev.append(Evidence("argparse", f"{' '.join(stray)[:160]}: pieces of a value split at spaces (a JSON value "
+                                       "not kept as one shell word)"))
+    names = ", ".join(flags[:3]) or clip(" ".join(words), 60)
+    return f"vLLM exited at argument parsing: it does not take {names}", ev
+
+
 @check("symptom.errors", categories=list(_CRASH_CATEGORIES),
        needs=["symptom.errors"], wants=["spec.evidence", "config.deployment", "models.target", "models.draft",
                                         "vllm.version", "vllm.version_range"],
@@ -186,6 +300,14 @@ def quoted_errors(facts: Mapping[str, Any]) -> list[Finding]:
     traits = _traits(facts)
     by_category: dict[Category, Finding] = {}
     for tb in facts["symptom.errors"]:
+        if tb.get("argparse"):  # argparse's refusal quoted: the same reading as in a log (logs.argparse)
+            f = argparse_finding(tb["argparse"], [tb["source"]])
+            f = replace(f, id="symptom.errors.quoted", severity=Severity.WARNING,
+                        confidence=round(min(0.7, f.confidence * threshold("quoted_error_confidence_factor")), 3),
+                        title="The error you quote: " + f.title,
+                        impact="What the complaint quotes; give the log (--log) for what came before it.")
+            by_category.setdefault(f.category, f)
+            continue
         if (tb["exc_type"] or "").rsplit(".", 1)[-1] in _CONSEQUENCES:
             continue
         row = classify(tb["exc_type"], tb["exc_msg"], tb["site"], tb["modules"], spec_on, traits)

@@ -102,7 +102,8 @@ def input_quality(facts: Mapping[str, Any]) -> list[Finding]:
                                Fix("Pass the vLLM server's own output (stdout/stderr), e.g. captured with tee.",
                                    ("vllm serve ... 2>&1 | tee vllm.log",)), impact_score=0.3))
             continue
-        if (f.records == 0 and not f.signatures and not f.streams and not f.bench and not f.ev.tracebacks):
+        if (f.records == 0 and not f.signatures and not f.streams and not f.bench and not f.ev.tracebacks
+                and not getattr(f, "argparse", None)):  # argparse's refusal of vLLM's command line is vLLM output
             out.append(Finding("logs.input.no-vllm-lines", Category.MEASUREMENT, Severity.INFO, 0.8,
                                f"No vLLM log line recognized in {f.display} ({f.lines} lines)",
                                (Evidence(f.display, "no vLLM header, metrics line or known error text"),),

@@ -20,7 +20,7 @@ from typing import Any
 
 from spec_doctor.engine.facts import FactStore, FactUnavailable, InputError, provides
 from spec_doctor.knowledge.deployment import DeploymentConfig
-from spec_doctor.parsers.cmdline import ParsedCommand, parse_argv, parse_command, yaml_to_argv
+from spec_doctor.parsers.cmdline import NotVllmCommand, ParsedCommand, parse_argv, parse_command, yaml_to_argv
 from spec_doctor.parsers.confignorm import compare, from_log_lines, from_parsed
 
 VLLM_PARSE_TIMEOUT_S = 120.0
@@ -197,11 +197,18 @@ def deployment(store: FactStore) -> DeploymentConfig:
     """The normalized deployment config (see module docstring)."""
     inputs = store.inputs
     given: DeploymentConfig | None = None
-    parsed = parse_given(inputs.cmd, inputs.config)
+    cmd = inputs.cmd
+    unread: str | None = None
+    try:
+        parsed = parse_given(cmd, inputs.config)
+    except NotVllmCommand as exc:
+        # A launcher or recipe runner that shows no vLLM invocation: a note (inputs.status), the rest is judged.
+        unread, cmd = str(exc), None
+        parsed = parse_given(None, inputs.config)
     if parsed is not None:
-        origin = "cmd" if inputs.cmd else "yaml"
-        source = "--cmd" if inputs.cmd else f"--config {inputs.config}"
-        if inputs.cmd and inputs.config:
+        origin = "cmd" if cmd else "yaml"
+        source = "--cmd" if cmd else f"--config {inputs.config}"
+        if cmd and inputs.config:
             source = f"--cmd + --config {inputs.config}"
         given = from_parsed(parsed, origin=origin, source=source)
     log_cfg: DeploymentConfig | None = None
@@ -229,8 +236,8 @@ def deployment(store: FactStore) -> DeploymentConfig:
     if inputs.draft:
         cfg = _with_draft(cfg, inputs.draft, inputs.target)
     if cfg is None:
-        raise FactUnavailable("no deployment config (pass --cmd, --config, or a log with the `non-default args` "
-                              "or engine-config line)")
+        raise FactUnavailable(unread or "no deployment config (pass --cmd, --config, or a log with the "
+                              "`non-default args` or engine-config line)")
     if given is not None and log_cfg is not None:
         given.conflicts = compare(given, log_cfg)
         given.alternates = [log_cfg]
@@ -385,7 +392,10 @@ def vllm_parse(store: FactStore) -> dict[str, Any]:
         raise FactUnavailable("vLLM is not importable here; used the built-in parser only")
     from spec_doctor.parsers.cmdline import split_command
 
-    program, env, argv, model = split_command(cmd)
+    try:
+        program, env, argv, model = split_command(cmd)
+    except NotVllmCommand as exc:
+        raise FactUnavailable(str(exc)) from None
     parsed = parse_command(cmd)
     result = run_vllm_parser(python, vllm_parser_argv(parsed, argv))
     if result.get("import_error"):

@@ -127,7 +127,9 @@ def _unrecognized_in_log(store: FactStore) -> bool:
             return True
         if any("unrecognized argument" in (t["exc_msg"] or "") for t in f["tracebacks"]):
             return True
-    return False
+    # argparse's own refusal line (collectors/logs.py logs.argparse): a flag or value this release does not take
+    return any(a["reading"] is not None and a["reading"].kind in ("unrecognized", "invalid-choice", "ambiguous")
+               for a in store.maybe("logs.argparse") or [])
 
 
 def era_observations(store: FactStore) -> list[Any]:

@@ -49,8 +49,10 @@ def _log_rows(store: FactStore) -> list[dict[str, Any]]:
         label = f"--log {lf.display}"
         if getattr(lf, "error", None):
             rows.append({"input": label, "kind": "log", "ok": False, "speculation": False, "reason": lf.error})
-        elif not (lf.records or lf.signatures or lf.streams or lf.bench or lf.ev.tracebacks or lf.ev.events):
-            # (a traceback or a CUDA device-side assert pasted without log headers is vLLM output too)
+        elif not (lf.records or lf.signatures or lf.streams or lf.bench or lf.ev.tracebacks or lf.ev.events
+                  or getattr(lf, "argparse", None)):
+            # (a traceback, a CUDA device-side assert or argparse's refusal of the command line pasted without
+            # log headers is vLLM output too)
             rows.append({"input": label, "kind": "log", "ok": False, "speculation": False,
                          "reason": f"no vLLM log line recognised in {lf.lines} line(s)"})
         else:
@@ -112,6 +114,24 @@ def _simple_row(store: FactStore, label: str, kind: str, fact: str) -> dict[str,
             "reason": reason}
 
 
+def _config_rows(store: FactStore) -> list[dict[str, Any]]:
+    """--cmd / --config: used when they made the deployment config. A --cmd with no vLLM invocation in it (a
+    recipe runner, another program) is a row of its own that failed, whatever else made the config."""
+    inputs = store.inputs
+    if not (inputs.cmd or inputs.config):
+        return []
+    from spec_doctor.parsers.cmdline import not_vllm_reason
+
+    unread = not_vllm_reason(inputs.cmd) if inputs.cmd and _fact(store, "config.deployment")[0] else None
+    if unread is None:
+        label = "--cmd" if inputs.cmd else f"--config {inputs.config}"
+        return [_simple_row(store, label, "config", "config.deployment")]
+    rows = [{"input": "--cmd", "kind": "config", "ok": False, "speculation": False, "reason": unread}]
+    if inputs.config:
+        rows.append(_simple_row(store, f"--config {inputs.config}", "config", "config.deployment"))
+    return rows
+
+
 def _models_row(store: FactStore, label: str) -> dict[str, Any]:
     """--target/--draft: used when a model could be read, or when the draft names a method (ngram, suffix, mtp,
     eagle3:PATH) that the speculation evidence took up."""
@@ -135,9 +155,7 @@ def _models_row(store: FactStore, label: str) -> dict[str, Any]:
 def inputs_status(store: FactStore) -> list[dict[str, Any]]:
     inputs = store.inputs
     rows = _log_rows(store) + _metrics_rows(store)
-    if inputs.cmd or inputs.config:
-        label = "--cmd" if inputs.cmd else f"--config {inputs.config}"
-        rows.append(_simple_row(store, label, "config", "config.deployment"))
+    rows += _config_rows(store)
     if inputs.target or inputs.draft:
         label = " ".join(f"--{k} {v}" for k, v in (("target", inputs.target), ("draft", inputs.draft)) if v)
         rows.append(_models_row(store, label))

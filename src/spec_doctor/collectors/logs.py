@@ -295,6 +295,24 @@ def log_events(store: FactStore) -> list[dict[str, Any]]:
     return out
 
 
+@provides("logs.argparse")
+def log_argparse(store: FactStore) -> list[dict[str, Any]]:
+    """Python argparse refusing vLLM's command line (`PROG: error: MESSAGE` after a `usage:` line; the server
+    exited with status 2 before it ran), each read by parsers/argparse_errors.read_message:
+    [{"file", "source", "line", "prog", "message", "usage_source", "reading"}]."""
+    from spec_doctor.parsers.argparse_errors import read_message
+
+    out = []
+    for lf in usable(store.get("logs.files")):
+        for e in lf.argparse:
+            out.append({"file": lf.display, "source": f"{lf.display}:{e.line}", "line": e.line, "prog": e.prog,
+                        "message": e.message, "reading": read_message(e.message),
+                        "usage_source": f"{lf.display}:{e.usage_line}" if e.usage_line else None})
+    if not out:
+        raise FactUnavailable("no argparse error in the log(s)")
+    return out
+
+
 @provides("logs.spec_overhead")
 def log_spec_overhead(store: FactStore) -> list[dict[str, Any]]:
     """Start-up messages in which vLLM says it gives up speed for the speculation method in use (async scheduling

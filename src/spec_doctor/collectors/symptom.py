@@ -29,14 +29,26 @@ def symptom_errors(store: FactStore) -> list[dict[str, Any]]:
     """The errors the complaint quotes (parsers/symptom.quoted_errors), each identified against vLLM's message
     catalogue as a log excerpt's quoted line is (collectors/logs.py): the shape of a logs.events traceback
     ({"source": "--symptom", "exc_type", "exc_msg", "site", "modules", "template", ...}), one per exception or
-    identified message."""
+    identified message; argparse's refusal of the command line (`vllm serve: error: ...`) carries "argparse", read
+    as logs.argparse reads a log's."""
     from spec_doctor.collectors.logs import EXCEPTION_KIND, QUOTED_MIN_FIXED, raising_module, template_dict
     from spec_doctor.knowledge.catalogue import fixed_chars, identify
+    from spec_doctor.parsers.argparse_errors import error_in, read_message
     from spec_doctor.parsers.symptom import quoted_errors
 
     complaint = store.get("symptom.complaint")
     out: dict[tuple[str | None, str | None], dict[str, Any]] = {}
     for q in quoted_errors(str(complaint["text"])):
+        quoted_argparse = error_in(q.message) if q.message else None
+        if quoted_argparse is not None:
+            # argparse's `PROG: error: MESSAGE` quoted: read as a log's would be (logs.argparse), not as a bare message
+            prog, message = quoted_argparse
+            out.setdefault(("argparse", message), {
+                "source": "--symptom", "line": 0, "end_line": 0, "exc_type": None, "exc_msg": message, "site": None,
+                "func": None, "frames": [], "modules": [], "one_line": True, "quoted": True, "template": None,
+                "argparse": {"source": "--symptom", "prog": prog, "message": message, "usage_source": None,
+                             "reading": read_message(message)}})
+            continue
         tpl = identify(q.message) if q.message else None
         if tpl is not None and fixed_chars(tpl.template) < QUOTED_MIN_FIXED:
             tpl = None  # a short template matches any sentence

@@ -1,7 +1,9 @@
 """Parse a vLLM launch command line the way vLLM's own parser would, without importing vLLM.
 
 Handles `vllm serve MODEL ...`, `python -m vllm.entrypoints.openai.api_server ...`, docker `vllm-openai`
-images, leading `VAR=value` environment assignments, shell quoting, `\\` line continuations (also the
+images (the words after the image are vLLM's; `-e K=V` its environment), the same behind a launcher (`env`,
+`sudo`, `nohup ... &`, `uv run`, `srun`, `ray job submit --`, `docker exec`, `kubectl exec --`, `bash -c "..."`,
+redirections dropped), leading `VAR=value` environment assignments, shell quoting, `\\` line continuations (also the
 pasted-on-one-line ` \\ ` form), `--flag=value`, `--flag value`, `--no-flag`, underscores in flag names
 (vLLM's FlexibleArgumentParser turns `--max_num_seqs` into `--max-num-seqs`), dotted JSON keys
 (`--speculative-config.num_speculative_tokens 5`) and short aliases (`-tp 4`, `-O3`, `-sc '{...}'`).
@@ -23,7 +25,6 @@ from spec_doctor.knowledge.specdata import boolean_flags, canonical_flag, json_f
 
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _NUMBER = re.compile(r"^-?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
-_WRAPPERS = {"env", "sudo", "nohup", "time", "exec", "command", "stdbuf", "numactl", "taskset", "uv", "run"}
 _API_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
 # Short options that are followed directly by their value (-O3).
 _ATTACHED_SHORT = {"-O": "--compilation-config"}
@@ -105,31 +106,57 @@ def _segments(tokens: list[str]) -> list[list[str]]:
     return [s for s in segs if s]
 
 
-def _find_program(seg: list[str]) -> tuple[str, dict[str, str], list[str], str | None] | None:
-    """(program, env, argv after the program, positional model) for a vLLM invocation, else None."""
-    env: dict[str, str] = {}
+_VLLM_SUBCOMMANDS = {"bench", "run-batch", "chat", "complete"}  # `vllm X ...` besides serve that take engine flags
+_IMAGE = re.compile(r"vllm-openai|(^|/)vllm(-[a-z]+)?(:|$)")
+_CONTAINER_RUN = {"docker", "podman", "nerdctl"}
+# `docker run` options that take no value (docs.docker.com/reference/cli/docker/container/run): the word after one
+# may be the image; after any other option it is that option's value.
+_CONTAINER_BOOL_OPTS = {"-d", "--detach", "--rm", "-i", "--interactive", "-t", "--tty", "-it", "-ti", "-dit", "-itd",
+                        "-id", "-td", "--privileged", "--init", "-P", "--publish-all", "--read-only",
+                        "--no-healthcheck", "--oom-kill-disable", "--replace", "--pull-always"}
+# Shell redirections a launcher line carries (`> vllm.log 2>&1`, `&>out`, `<in`): how it was started, not arguments.
+_REDIRECT = re.compile(r"^\d*(?:[<>]{1,2}|&>>?)$")
+_REDIRECT_ATTACHED = re.compile(r"^\d*(?:[<>]{1,2}|&>>?)[^<>&]")
+
+
+class NotVllmCommand(InputError):
+    """--cmd holds no vLLM invocation at all (a recipe runner, another program): a note, not a stop."""
+
+
+def _without_redirections(tokens: list[str]) -> list[str]:
+    """Drop `> file`, `2>&1`, `&>file`, `<in` from a shell-split command line."""
+    out: list[str] = []
     i = 0
-    while i < len(seg):
-        tok = seg[i]
-        if _ENV_ASSIGN.match(tok):
-            key, _, value = tok.partition("=")
-            env[key] = value
+    while i < len(tokens):
+        tok = tokens[i]
+        if _REDIRECT.match(tok):
+            if i + 1 < len(tokens) and tokens[i + 1] == "&":  # `2>&1`, which shlex splits into 2> & 1
+                i += 3 if i + 2 < len(tokens) and tokens[i + 2].isdigit() else 2
+            else:
+                i += 2
+            continue
+        if _REDIRECT_ATTACHED.match(tok):
             i += 1
-        elif tok in _WRAPPERS:
-            i += 1
-        else:
-            break
-    rest = seg[i:]
-    if not rest:
-        return None
+            continue
+        out.append(tok)
+        i += 1
+    return out
+
+
+def _positional_model(argv: list[str]) -> tuple[str | None, list[str]]:
+    if argv and not argv[0].startswith("-") and not _ELIDED.match(argv[0]):
+        return argv[0], argv[1:]
+    return None, argv
+
+
+def _direct(rest: list[str], env: dict[str, str],
+            depth: int) -> tuple[str, dict[str, str], list[str], str | None] | None:
+    """The vLLM invocation that starts at rest[0] (`vllm serve`, `python -m vllm...`, a vLLM container), else None."""
     head = rest[0].rsplit("/", 1)[-1]
     if head == "vllm" and len(rest) >= 2 and rest[1] == "serve":
-        argv = rest[2:]
-        model = None
-        if argv and not argv[0].startswith("-") and not _ELIDED.match(argv[0]):
-            model, argv = argv[0], argv[1:]
+        model, argv = _positional_model(rest[2:])
         return "vllm serve", env, argv, model
-    if head == "vllm" and len(rest) >= 2 and not rest[1].startswith("-"):
+    if head == "vllm" and len(rest) >= 2 and rest[1] in _VLLM_SUBCOMMANDS:
         # `vllm bench latency|throughput ...` (engine arguments in-process), `vllm bench serve` (a client with
         # --model), `vllm run-batch ...`: the flags are read the same way.
         words = 3 if rest[1] == "bench" and len(rest) >= 3 and not rest[2].startswith("-") else 2
@@ -144,20 +171,88 @@ def _find_program(seg: list[str]) -> tuple[str, dict[str, str], list[str], str |
                 if mod in _API_MODULES:
                     return f"python -m {mod}", env, rest[j + 2:], None
                 if mod == "vllm.entrypoints.cli.main" and j + 2 < len(rest) and rest[j + 2] == "serve":
-                    argv = rest[j + 3:]
-                    model = None
-                    if argv and not argv[0].startswith("-") and not _ELIDED.match(argv[0]):
-                        model, argv = argv[0], argv[1:]
+                    model, argv = _positional_model(rest[j + 3:])
                     return "vllm serve", env, argv, model
+                break
         return None
-    if head == "docker" or head == "podman":
-        for j, tok in enumerate(rest):
-            if "vllm-openai" in tok or re.search(r"(^|/)vllm(-[a-z]+)?(:|$)", tok):
-                if j > 0 and rest[j - 1].startswith("-") and "=" not in rest[j - 1] and not tok.startswith("vllm"):
-                    continue
-                return f"docker {tok}", env, rest[j + 1:], None
-        return None
+    if head in _CONTAINER_RUN:
+        return _container(rest, env, depth)
     return None
+
+
+def _container(rest: list[str], env: dict[str, str],
+               depth: int) -> tuple[str, dict[str, str], list[str], str | None] | None:
+    """`docker run [opts] vllm/vllm-openai:TAG [args]`: the image's entrypoint is vLLM's API server, so the words
+    after the image are vLLM's arguments (or a command: `... IMAGE vllm serve M`, `--entrypoint vllm IMAGE serve`).
+    `-e/--env K=V` are the server's environment. None when no vLLM image is named (`docker exec ctr vllm serve`:
+    the caller finds the invocation further on)."""
+    env = dict(env)
+    entrypoint: str | None = None
+    for j, tok in enumerate(rest[1:], 1):
+        prev = rest[j - 1]
+        if prev in ("-e", "--env") and "=" in tok:
+            key, _, value = tok.partition("=")
+            env[key] = value
+            continue
+        if tok.startswith("--env="):
+            key, _, value = tok[6:].partition("=")
+            if value or "=" in tok[6:]:
+                env[key] = value
+            continue
+        if prev == "--entrypoint":
+            entrypoint = tok
+            continue
+        if tok.startswith("--entrypoint="):
+            entrypoint = tok.split("=", 1)[1]
+            continue
+        if tok in ("vllm", "python", "python3") or not _IMAGE.search(tok):
+            continue
+        if prev.startswith("-") and "=" not in prev and prev not in _CONTAINER_BOOL_OPTS:
+            continue  # an option's value (`--name vllm-openai-1`, `-v vllm-cache:/root`), not the image
+        tail = rest[j + 1:]
+        if entrypoint:
+            tail = [*shlex.split(entrypoint), *tail]
+        inner = _search(tail, env, depth + 1) if tail and not tail[0].startswith("-") else None
+        if inner is not None:
+            prog, env2, argv, model = inner
+            return (f"docker {tok}" if prog == "vllm serve" else prog), env2, argv, model
+        return f"docker {tok}", env, tail, None
+    return None
+
+
+def _search(seg: list[str], env: dict[str, str] | None = None,
+            depth: int = 0) -> tuple[str, dict[str, str], list[str], str | None] | None:
+    """The first vLLM invocation in a simple command, behind any launcher (`env`, `sudo`, `nohup`, `uv run`,
+    `srun ...`, `ray job submit ... --`, `docker exec CTR`, `kubectl exec POD --`, `bash -c "..."`): (program,
+    env, argv after the program, positional model), else None. `VAR=value` words before it are its environment."""
+    env = dict(env or {})
+    if depth > 4:
+        return None
+    for i, tok in enumerate(seg):
+        spaced = any(c.isspace() for c in tok)
+        if _ENV_ASSIGN.match(tok) and not spaced:
+            key, _, value = tok.partition("=")
+            env[key] = value
+            continue
+        found = _direct(seg[i:], env, depth)
+        if found is not None:
+            return found
+        if spaced and "vllm" in tok:
+            # A quoted command string (`bash -c "vllm serve ..."`, a compose `command: >` block).
+            try:
+                inner_tokens = tokenize(tok)
+            except InputError:
+                continue
+            for inner_seg in _segments(_without_redirections(inner_tokens)):
+                found = _search(inner_seg, env, depth + 1)
+                if found is not None:
+                    return found
+    return None
+
+
+def _find_program(seg: list[str]) -> tuple[str, dict[str, str], list[str], str | None] | None:
+    """(program, env, argv after the program, positional model) for a vLLM invocation, else None."""
+    return _search(_without_redirections(seg))
 
 
 # The Python API: `LLM(model=..., speculative_config={...})`, `EngineArgs(...)`, `AsyncEngineArgs(...)`.
@@ -326,8 +421,19 @@ def split_command(text: str) -> tuple[str, dict[str, str], list[str], str | None
     if segs and segs[0][0].startswith("--"):
         return "flags only", {}, segs[0], None
     first = " ".join(tokens[:3]) if tokens else text.strip()[:40]
-    raise InputError(f"--cmd: not a vLLM command line (starts with '{first}'); expected `vllm serve MODEL ...` "
-                     "or `python -m vllm.entrypoints.openai.api_server ...`")
+    raise NotVllmCommand(f"--cmd: not a vLLM command line: no `vllm serve`, `python -m vllm.entrypoints...` or "
+                         f"vLLM image in it (starts with '{first}'); give the vLLM command it launches")
+
+
+def not_vllm_reason(text: str) -> str | None:
+    """Why --cmd holds no vLLM invocation (NotVllmCommand's line), or None when it has one or fails otherwise."""
+    try:
+        split_command(text)
+    except NotVllmCommand as exc:
+        return str(exc).removeprefix("--cmd: ")
+    except InputError:
+        return None
+    return None
 
 
 def coerce(text: str) -> Any:
@@ -353,7 +459,7 @@ _ELLIPSIS = re.compile(r",?\s*(?:\.\.\.|…)\s*(?=[,}\]])|(?<=[{\[,])\s*(?:\.\.\
 _TRAILING_COMMA = re.compile(r",\s*(?=[}\]])")
 
 
-def _salvage(text: str) -> Any:
+def salvage_mapping(text: str) -> Any:
     """What a JSON value that json.loads rejects was meant to say: elisions (`...`) and trailing commas dropped,
     then read as a YAML flow mapping (which also takes the unquoted keys and values left when a paste lost the
     quotes: `{method: ngram, num_speculative_tokens: 3}`). None when even that fails."""
@@ -396,7 +502,7 @@ def parse_json_value(flag: str, text: Any) -> Any:
                 return elided
         except json.JSONDecodeError:
             pass
-        salvaged = _salvage(stripped)
+        salvaged = salvage_mapping(stripped)
         if isinstance(salvaged, dict):
             salvaged[MALFORMED_KEY] = why
             return salvaged

@@ -16,6 +16,7 @@ from typing import Any
 from spec_doctor.engine.facts import Sourced
 from spec_doctor.engine.model import clip
 from spec_doctor.knowledge.data import threshold
+from spec_doctor.parsers import argparse_errors as AP
 from spec_doctor.parsers.logparse import lines as L
 from spec_doctor.parsers.logparse.events import LEVELS as EVENT_LEVELS
 from spec_doctor.parsers.logparse.events import EventReader
@@ -376,6 +377,9 @@ class LogFile:
     # file's streams, or the (display, why) of the file this one's streams went to.
     merged_from: list = field(default_factory=list)
     merged_into: tuple | None = None
+    # argparse refusing vLLM's command line (parsers/argparse_errors.py): the server exited before it ran
+    argparse: list = field(default_factory=list)
+    _usage: tuple | None = None  # (line, PROG) of the last `usage:` line
     _table: tuple | None = None  # (columns, last line) of the acceptance table being read (lines.table_header)
     _offline: dict = field(default_factory=dict)  # the offline spec-decode summary being read (lines.OFFLINE_FIELDS)
     _last_engine: dict = field(default_factory=dict)  # (prefix, pid) -> engine index
@@ -392,6 +396,8 @@ class LogFile:
         text, and no stats or spec metrics line), else None: then what serving would show is not missing."""
         if self.streams:
             return None
+        if self.argparse:  # argparse exits with status 2 before the engine exists
+            return self.src(self.argparse[0].line)
         if self.ev.tracebacks:
             return self.src(self.ev.tracebacks[0].line)
         for h in self.signatures.values():
@@ -458,6 +464,8 @@ class LogFile:
         if rec.level:
             self.records += 1
         origin = (rec.prefix, rec.pid)
+        if rec.level is None and ("usage: " in msg or ": error: " in msg) and self._argparse_line(lineno, msg):
+            return
         if rec.level is None and self._offline_line(lineno, rec, msg):
             return
         sp = L.parse_spec(msg)
@@ -520,6 +528,19 @@ class LogFile:
             self._signatures(head[0], rec, head[1] + " " + msg.strip(), fast, seen=(head[1], msg))
         self._wrap_head = (lineno, msg[-300:].rstrip()) if rec.level in ("WARNING", "ERROR") else None
         self._prev_text = msg[-300:]
+
+    def _argparse_line(self, lineno: int, msg: str) -> bool:
+        """A `usage: PROG` line (kept for the error line that follows: True, nothing else to read in it), or
+        argparse's `PROG: error: MESSAGE` (kept in self.argparse)."""
+        prog = AP.usage_in(msg)
+        if prog is not None:
+            self._usage = (lineno, prog)
+            return True
+        usage = self._usage if self._usage and lineno - self._usage[0] <= AP.USAGE_WINDOW else None
+        found = AP.error_in(msg, usage[1] if usage else None)
+        if found is not None and len(self.argparse) < AP.MAX_KEPT:
+            self.argparse.append(AP.ArgparseError(found[0], found[1][:2000], lineno, usage[0] if usage else None))
+        return False  # the error line is read on (a log signature may know its text)
 
     def _offline_line(self, lineno: int, rec: L.Record, msg: str) -> bool:
         """A line of the offline spec-decode summary (lines.OFFLINE_FIELDS); a field seen twice starts a new
@@ -836,6 +857,8 @@ NEEDLES = L.NEEDLES + (b"Traceback", b'File "', b"Exception", b"Assertion `", b"
                           b"raft_tokens", b"at token ", b"ean acceptance length", b"ccpt Len", b"cceptance len", b"ccept len", *BENCH_NEEDLES, b"Serving Benchmark Result", b"vocab_size", b"undefined symbol", b"out of memory", b"not supported with spec-decode",
                           # pydantic's error-type tag on the line after a config ValidationError
                           b"[type=",
+                          # Python argparse refusing the command line: `usage: PROG ...`, `PROG: error: MESSAGE`
+                          b"usage: ",
                           # a platform's start-up lines (knowledge/data/platforms.toml: vLLM's own platform
                           # detection, a plugin's activation, vllm-ascend)
                           b"Automatically detected platform ", b"Platform plugin ", b"vllm_ascend", b"vllm-ascend",
