@@ -167,6 +167,9 @@ def test_zero_acceptance_from_a_draft_model_of_another_family():
 def test_a_crash_at_startup_is_judged_as_a_startup_failure():
     out = _run("it crashes while loading the draft", dep=_dep())
     assert [f.id for f in out] == ["symptom.startup"]
+    # with no message naming a rejected setting and no release limit known, the speculative path's bug is the
+    # pointer (symptoms.toml [class.startup]: a rejected setting names itself in its own exception)
+    assert out[0].category is Category.ENGINE_BUG and "from the complaint alone" in out[0].title
 
 
 def test_fit_factor_raises_every_explaining_finding_and_keeps_their_order():
