@@ -72,8 +72,13 @@ HYBRID_CMD = ("vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --speculative-config 
 def test_hybrid_target_with_few_active_parameters_is_a_likely_overhead():
     f = run(["speedup.method-cost"], cmd=HYBRID_CMD)
     hit = f["speedup.method-cost.likely"]
-    assert hit.category.value == "spec-overhead" and hit.severity.value == "warning"
-    assert 0.4 <= hit.confidence < 0.8
+    assert 0.4 <= hit.confidence < 0.6
+    # Predicted from the deployment alone, nothing measured and no complaint of speed: a note
+    # (thresholds.toml predicted_overhead_warning) ...
+    assert hit.category.value == "spec-overhead" and hit.severity.value == "info"
+    # ... a warning once the user says it is slow.
+    slow = run(["speedup.method-cost", "symptom"], cmd=HYBRID_CMD, symptoms=("throughput dropped with MTP",))
+    assert slow["speedup.method-cost.likely"].severity.value == "warning"
     # A dense target of the same size class has no such row.
     dense = run(["speedup.method-cost"], cmd=HYBRID_CMD.replace("Qwen/Qwen3-Next-80B-A3B-Instruct",
                                                                 "meta-llama/Llama-3.1-8B-Instruct"))

@@ -205,7 +205,7 @@ def _conditions(facts: Mapping[str, Any], dep: Any) -> tuple[set[str], list[Evid
 
 @check("speedup.method-cost", categories=["spec-overhead", "healthy"], needs=["config.deployment"],
        wants=["vllm.version", "deploy.platform", "models.target", "models.draft", "logs.acceptance", "logs.files", "speedup.estimate",
-              "observed.figures"],
+              "observed.figures", "symptom.complaint"],
        findings={"speedup.method-cost.likely": "the method, engine generation and target make speculation likely "
                                                "to cost more per step than it saves (no measurement here)",
                  "speedup.method-cost.paid": "the log's tokens per step pay the known per-step cost"},
@@ -271,7 +271,9 @@ def method_cost(facts: Mapping[str, Any]) -> list[Finding]:
     cmds = [speculative_config_flag(spec, 1)] if k and k > 1 else []
     return [Finding(
         "speedup.method-cost.likely", Category.SPEC_OVERHEAD,
-        Severity.WARNING if conf >= 0.4 else Severity.INFO, conf,
+        Severity.WARNING if conf >= threshold("predicted_overhead_warning")
+        or (conf >= threshold("speedup_overhead_min_confidence") and _complains_of_speed(facts)) else Severity.INFO,
+        conf,
         "Speculation is likely to cost more per step than it saves here: "
         + "; ".join(r.title for r in rows) + " (no throughput measurement in the inputs)",
         tuple(ev),
@@ -280,6 +282,13 @@ def method_cost(facts: Mapping[str, Any]) -> list[Finding]:
         impact="plain decoding may be faster on this setup", impact_score=round(0.4 + 0.5 * conf, 3),
         data={"rows": [r.id for r in rows], "conditions": sorted(held),
               "observed_tokens_per_step": seen[0] if seen else None})]
+
+
+def _complains_of_speed(facts: Mapping[str, Any]) -> bool:
+    """The user's complaint (--symptom) says speculation is slow: a slowdown or a latency class."""
+    complaint = facts.get("symptom.complaint")
+    classes = complaint.get("classes", ()) if isinstance(complaint, Mapping) else getattr(complaint, "classes", ())
+    return bool({"slowdown", "latency"} & set(classes or ()))
 
 
 def _effective_k(spec: Any, version: Any) -> tuple[int | None, str]:
