@@ -32,7 +32,7 @@ def _split_of(url: str) -> str:
 
 def test_the_set_is_well_formed():
     rows = _rows()
-    assert 150 <= len(rows) <= 250
+    assert 300 <= len(rows) <= 450
     assert len({r["text"] for r in rows}) == len(rows)
     for r in rows:
         assert set(r) == {"text", "classes", "source", "split"}
