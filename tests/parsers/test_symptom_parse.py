@@ -249,3 +249,53 @@ def test_acceptance_stated_without_the_word_rate(text, cls):
 
 def test_a_borderline_acceptance_without_the_word_rate_is_no_complaint():
     assert classify("30% acceptance with K=3 on eagle3").classes == ()
+
+
+@pytest.mark.parametrize("text, cls", [
+    ("each decode step costs about 2x with MTP on", "slowdown"),
+    ("with the draft, speculation loses around 15% end to end", "slowdown"),
+    ("the speedup is far smaller than the blog post", "slowdown"),
+    ("tok/s is identical with and without EAGLE-3", "slowdown"),
+    ("turning off MTP brings back the old throughput", "slowdown"),
+    ("above 64 requests it falls behind the baseline", "slowdown"),
+    ("disabling the draft cuts ~30 ms/token", "latency"),
+    ("a regression that hurts the mean acceptance length", "low-acceptance"),
+    ("the acceptance is only ~30% with eagle3", "low-acceptance"),
+    ("we see only 25% draft acceptance", "low-acceptance"),
+    ("ngram 方法无法正常采纳草稿 token", "low-acceptance"),
+    ("with MTP the agent is unable to call tools", "wrong-output"),
+    ("failed to parse the tool_call in the streamed chunk", "wrong-output"),
+    ("strange outputs once dflash is on", "wrong-output"),
+    ("long chats degenerate into loops with MTP", "wrong-output"),
+    ("开启MTP后输出乱序错乱", "wrong-output"),
+    ("the --enable-mtp flag is a no-op on this path", "ignored-setting"),
+    ("draft_tensor_parallel_size is still same as the target", "ignored-setting"),
+    ("my num_speculative_tokens gets overridden", "ignored-setting"),
+    ("the drafter runs entirely eager", "cuda-graphs"),
+    ("the engine crashes during graph capture of the drafter", "cuda-graphs"),
+    ("there is no spec decode counter in /metrics", "no-metrics"),
+    ("this model is not support eagle3", "unsupported"),
+    ("starting the server with eagle3 gives an error", "startup"),
+    ("部署时开启MTP报错", "startup"),
+    ("the config validation rejects the draft", "crash"),
+])
+def test_wording_of_the_grown_complaint_set(text, cls):
+    assert cls in classify(text).classes
+
+
+@pytest.mark.parametrize("text, cls", [
+    ("no failure parsing the tool_call", "crash"),
+    ("failed to parse the tool_call", "crash"),  # a parse failure of the output is wrong output, not a crash
+    ("greedy load crashes under sampling", "startup"),  # 'load' here is traffic, not loading
+    ("the prompts are repetitive text", "wrong-output"),
+    ("Eagle3 has no acceleration effect", "ignored-setting"),  # a slowdown, not a setting left unread
+    ("the acceptance is not only 30%, it is 70%", "low-acceptance"),
+    ("speed is not unchanged, it doubled", "slowdown"),
+    ("it never fails to call tools", "wrong-output"),
+    ("speculation does not lose 20%", "slowdown"),
+    ("the flag is not a no-op", "ignored-setting"),
+    ("no degeneration, outputs are coherent", "wrong-output"),
+    ("the metrics are there, no missing spec decode counters", "no-metrics"),
+])
+def test_new_wording_negated_or_out_of_context_is_not_that_class(text, cls):
+    assert cls not in classify(text).classes
