@@ -92,3 +92,25 @@ def test_dtype_mismatch_is_quantization_only_when_something_is_quantized(tmp_pat
     plain = check(tmp_path, text, "--cmd", f"vllm serve m {spec}")
     cat = lambda r: [f["category"] for f in r["findings"] if f["id"] == "logs.crash.traceback"]  # noqa: E731
     assert cat(fp8) == ["quantization"] and cat(plain) == ["engine-bug"]
+
+
+CUT_TRACEBACK = """\
+(EngineCore pid=100) ERROR 07-06 23:22:52 [core.py:1233] EngineCore encountered a fatal error.
+(EngineCore pid=100) ERROR 07-06 23:22:52 [core.py:1233] Traceback (most recent call last):
+(EngineCore pid=100) ERROR 07-06 23:22:52 [core.py:1233]   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 1224, in run_engine_core
+(EngineCore pid=100) ERROR 07-06 23:22:52 [core.py:1233]   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_model_runner.py", line 3100, in execute_model
+(EngineCore pid=100) ERROR 07-06 23:22:52 [core.py:1233]   File "/usr/local/lib/python3.12/dist-packages/vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py", line 360, in forward_native
+"""
+
+
+def test_a_traceback_cut_before_its_exception_takes_the_kind_the_complaint_names(tmp_path):
+    plain = check(tmp_path, CUT_TRACEBACK, "--draft", "mtp")
+    (crash,) = [f for f in plain["findings"] if f["id"] == "logs.crash.traceback"]
+    assert crash["category"] == "engine-bug" and crash["confidence"] <= 0.5
+    said = check(tmp_path, CUT_TRACEBACK, "--draft", "mtp", "--symptom", "OOM with the latest pull")
+    (crash,) = [f for f in said["findings"] if f["id"] == "logs.crash.traceback"]
+    assert crash["category"] == "oom" and crash["severity"] == "error" and "cut off" in crash["title"]
+    assert any(e["source"] == "--symptom" for e in crash["evidence"])
+    # A complaint that names no kind of failure leaves it as it was.
+    other = check(tmp_path, CUT_TRACEBACK, "--draft", "mtp", "--symptom", "it crashes after a few requests")
+    assert [f for f in other["findings"] if f["id"] == "logs.crash.traceback"][0]["category"] == "engine-bug"

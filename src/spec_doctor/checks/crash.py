@@ -83,7 +83,7 @@ def _catalogue_category(tpl: Mapping[str, Any] | None, row: Any) -> Category | N
 
 @check("logs.crash", categories=list(_CRASH_CATEGORIES),
        needs=["logs.events"], wants=["logs.files", "spec.evidence", "config.deployment", "models.target",
-                                     "models.draft", "vllm.version", "vllm.version_range"],
+                                     "models.draft", "vllm.version", "vllm.version_range", "symptom.complaint"],
        findings={"logs.crash.traceback": "vLLM raised an exception (classified by where it was raised)"},
        sources=["https://github.com/vllm-project/vllm/tree/v0.10.2/vllm/v1/spec_decode"])
 def crash(facts: Mapping[str, Any]) -> list[Finding]:
@@ -159,6 +159,17 @@ def _traceback_finding(tb: Mapping[str, Any], row: Any, count: int, sources: lis
     conf = row.confidence if row is not None else 0.55 if catalogued is not None else 0.4
     if not tb["exc_type"]:
         conf = min(conf, 0.5)  # the traceback was cut off before its exception
+        said = _complaint_names_memory(facts)
+        if said is not None and catalogued is None and (row is None or row.message is None):
+            # The paste stops before the exception, so the frames alone cannot say what kind of failure it was; the
+            # user's own words about the same crash ("OOM ...") can.
+            category = Category.OOM
+            title = "vLLM crashed, out of memory as you say (the traceback is cut off before its exception)"
+            ev.append(Evidence("--symptom", f"\"{clip(said, 160)}\": the complaint names running out of memory"))
+            fix_text = ("Find the allocation that failed (the exception under the cut, or the first 'CUDA out of "
+                        "memory' line): give the draft and its KV cache room with a lower --max-num-seqs, "
+                        "--max-model-len or K, or lower --gpu-memory-utilization when memory outside vLLM's profile "
+                        "(CUDA graphs, the drafter's buffers) ran out.")
     return Finding("logs.crash.traceback", category, Severity.ERROR, conf, title, tuple(ev),
                    Fix(fix_text, known[0].commands if known is not None else
                        row.commands_for(msg) if row is not None and not by_message else ()),
@@ -168,6 +179,14 @@ def _traceback_finding(tb: Mapping[str, Any], row: Any, count: int, sources: lis
                          "catalogue_category": catalogued.value if catalogued is not None else None,
                          "known_bug": known[0].id if known is not None else None,
                          "speculation_on": spec_on, "stage": _stage(tb)})
+
+
+def _complaint_names_memory(facts: Mapping[str, Any]) -> str | None:
+    """The complaint's text when its classes include running out of memory (symptom.complaint), else None."""
+    c = facts.get("symptom.complaint")
+    if isinstance(c, Mapping) and "memory" in (c.get("classes") or ()):
+        return str(c.get("text") or "")
+    return None
 
 
 @check("logs.argparse", categories=["config-deprecated"], needs=["logs.argparse"], wants=["logs.files"],
