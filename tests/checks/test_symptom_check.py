@@ -204,3 +204,12 @@ def test_a_slowdown_the_users_own_figures_contradict_is_a_measurement_question()
     assert _cat("TPOT is worse with speculation", dep=_dep(), throughput="1.4x") == "measurement"
     # a measured loss agrees with the complaint: no contradiction
     assert _cat("token/sec looked worse", dep=_dep(), throughput="0.8x") == "spec-overhead"
+
+
+def test_request_parameters_the_speculative_path_does_not_run():
+    # symptoms.toml [request_params]: V0 failed on n > 1 / best_of (vLLM #6137), V1 decodes requests with penalties,
+    # min_p or logprobs without speculation (vllm/v1/spec_decode/utils.py).
+    assert _cat("requests with n>1 fail with an unhelpful error", dep=_dep()) == "config-unsupported-combo"
+    assert _cat("no speedup when the requests set repetition_penalty=1.1", dep=_dep()) == "spec-inactive"
+    assert _cat("it crashes after a few requests", dep=_dep()) == "engine-bug"  # nothing named: as before
+    assert _cat("n = 1 requests are slow", dep=_dep()) != "spec-inactive"

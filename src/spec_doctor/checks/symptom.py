@@ -13,6 +13,7 @@ the complaint's severity at least).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -32,6 +33,7 @@ from spec_doctor.knowledge.observed import (
 )
 from spec_doctor.knowledge.specdata import method_support
 from spec_doctor.knowledge.symptoms import CLASSES, SYMPTOMS_FILE, SymptomClass, rule_confidence_gain, symptom_classes
+from spec_doctor.knowledge.symptoms import table as symptom_table
 from spec_doctor.knowledge.temperature import HOT_TEMPERATURE
 from spec_doctor.parsers.symptom import matches
 
@@ -189,6 +191,18 @@ def _draft_large(s: _Setup) -> Evidence | None:
     return None
 
 
+def _request_params(s: _Setup) -> Evidence | None:
+    """The complaint names a request parameter the speculative path does not run (symptoms.toml [request_params])."""
+    row = symptom_table()["request_params"]
+    text = str(s.complaint.get("text") or "")
+    for pattern in row["patterns"]:
+        m = re.search(pattern, text, re.I)
+        if m:
+            return Evidence("--symptom", f"the requests ask for '{m.group(0)}': {row['source'].split(' (', 1)[0]} "
+                                         "(knowledge/data/symptoms.toml [request_params])")
+    return None
+
+
 CONDITIONS: dict[str, Condition] = {
     "acceptance-zero": _acceptance_zero, "acceptance-low": _acceptance_low, "temperature-hot": _temperature_hot,
     "measured-paying": _measured_paying,
@@ -196,7 +210,7 @@ CONDITIONS: dict[str, Condition] = {
     "first-token-worse": _first_token_worse, "long-prompts": _long_prompts,
     "complaint-high-load": _complaint_high_load, "draft-other-family": _draft_other_family,
     "separate-draft-model": _separate_draft_model, "method-not-in-release": _method_not_in_release,
-    "draft-large": _draft_large,
+    "draft-large": _draft_large, "request-params": _request_params,
 }
 
 
