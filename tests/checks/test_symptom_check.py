@@ -213,3 +213,14 @@ def test_request_parameters_the_speculative_path_does_not_run():
     assert _cat("no speedup when the requests set repetition_penalty=1.1", dep=_dep()) == "spec-inactive"
     assert _cat("it crashes after a few requests", dep=_dep()) == "engine-bug"  # nothing named: as before
     assert _cat("n = 1 requests are slow", dep=_dep()) != "spec-inactive"
+
+
+def test_a_finding_that_a_fact_is_unknown_never_absorbs_the_complaint():
+    # rootcause.toml [complaint] undetermined: "the version is unknown" names no cause of a crash.
+    unknown = Finding("config.method.version-unknown", Category.ENV_VERSION, Severity.INFO, 0.47,
+                      "'eagle3' works only in some vLLM releases; the version is unknown",
+                      (Evidence("vllm.version", "unknown"),), check_id="config.method")
+    merged = merge_findings([unknown, *_run("it crashes while loading the draft", dep=_dep())])
+    ids = {f.id: f for f in merged}
+    assert "symptom.startup" in ids and ids["config.method.version-unknown"].severity is Severity.INFO
+    assert not any(e.source == "--symptom" for e in ids["config.method.version-unknown"].evidence)

@@ -180,8 +180,9 @@ def _corroborate(findings: list[Finding], s: Finding) -> list[Finding]:
 complaint's (stage_fits: it refuses to start, the complaint is about serving) explains nothing and stays as it was.
 """
     cats = set(corroborates(s))
+    undetermined = set(_table()["complaint"].get("undetermined", ()))
     candidates = [i for i, f in enumerate(findings) if f.category is not Category.HEALTHY and f.category.value in cats
-                  and stage_fits(f, s)]
+                  and stage_fits(f, s) and f.id not in undetermined]
     if not candidates:
         alone = replace(s, data={**s.data, "seen_in": [source_label(s)]})
         note = next((f for f in findings if root_key(f) == ("healthy", s.category.value)
