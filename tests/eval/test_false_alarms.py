@@ -28,6 +28,20 @@ Sources of the setups (each row cites its own):
                "not yet optimized and does not usually yield inter-token latency reductions")
   model cards  the heads' own cards (yuhuili EAGLE/EAGLE-3, lmsys EAGLE3-gpt-oss-120b-bf16, nvidia *-Eagle3,
                AngelSlim/Qwen3-8B_eagle3), each naming the target it was trained for (model_cards.toml rows)
+  RECIPES      2026 setups of vLLM's recipes, https://recipes.vllm.ai/ , each from its structured file
+               https://github.com/vllm-project/recipes/blob/main/models/<org>/<model>.yaml (read at commit 8959cf6,
+               2026-08-21; the row names the file): the file's `hardware` list says which GPUs ran it ("verified") and
+               `min_vllm_version` the first release it was validated on
+  RECIPE_GEMMA4 https://github.com/vllm-project/recipes/blob/main/Google/Gemma4.md "Speculative Decoding (MTP)":
+               the assistant checkpoints with their recommended K and TP (31B: K 4-8, TP2; 26B-A4B: K 4, TP2)
+  RECIPE_GPTOSS https://github.com/vllm-project/recipes/blob/main/OpenAI/GPT-OSS_EAGLE3_Hopper.yaml
+               (nvidia/gpt-oss-120b-Eagle3-v3, K=7, draft TP1)
+  DFLASH       https://github.com/z-lab/dflash/blob/main/README.md "Supported Models" / "Run DFlash with vLLM"
+               (z-lab/<target>-DFlash drafters, method dflash, K 15; e.g. https://huggingface.co/z-lab/Qwen3.5-27B-DFlash)
+  Left out: RECIPES models/deepseek-ai/DeepSeek-V3.2.yaml also marks h100 verified ("Minimum 8x H100/H200 80GB"), but
+               its own prerequisites give ~1.3 TB of BF16 weights and the released FP8 checkpoint (685B parameters,
+               https://huggingface.co/deepseek-ai/DeepSeek-V3.2) alone is ~80 GiB per GPU at TP8: memory.budget.no-kv
+               rightly finds no room for the KV cache on one 8x H100 node, so the setup is tried on H200 only
 """
 
 from __future__ import annotations
@@ -48,6 +62,8 @@ from spec_doctor.knowledge.specdata import method_support
 ROOT = Path(__file__).resolve().parents[2]
 ALARM = ("warning", "error")
 
+# Non-CUDA platforms, named as a user names them (`check --gpu TEXT`, parsers/hardware.py): no NVML there.
+PLATFORM_GPUS = {"MI300X": "8x AMD Instinct MI300X (gfx942), ROCm", "MI355X": "8x AMD Instinct MI355X, ROCm"}
 # NVML totals of the GPUs the recipes name (nvmlDeviceGetMemoryInfo: H100 SXM 81559 MiB, A100-SXM4-80GB 81920 MiB,
 # H200 as recorded in fixtures/nvml/h200-snapshot.json).
 GPUS = {"H100": ("NVIDIA H100 80GB HBM3", 85_520_809_984), "A100": ("NVIDIA A100-SXM4-80GB", 85_899_345_920),
@@ -161,6 +177,68 @@ SETUPS = [
           {"method": "ngram_gpu", "prompt_lookup_max": 4, "prompt_lookup_min": 2}, (3,), ("H200",), "DOCS_NGRAM"),
     Setup("qwen3-8b+suffix", "Qwen/Qwen3-8B", {"method": "suffix"}, (16, 32), ("H100",), "DOCS_SUFFIX (verbatim)"),
     Setup("qwen2.5-7b+suffix", "Qwen/Qwen2.5-7B-Instruct", {"method": "suffix"}, (32,), ("H100",), "DOCS_SUFFIX"),
+    # 2026 setups: hybrid (GatedDeltaNet / Mamba) targets with their MTP layers, MoE targets with MTP, DSpark, DFlash,
+    # Gemma 4's assistants, EAGLE-3 heads of the large MoE models (RECIPES unless said)
+    Setup("qwen3-next+mtp", "Qwen/Qwen3-Next-80B-A3B-Instruct", {"method": "mtp"}, (1, 2), ("H200", "A100"),
+          "RECIPE_QNEXT (its MTP-cost caveat, vllm-project/vllm#35387, is now a note: overhead.toml's hybrid row "
+          "alone does not make the cost sure)", tp=4, since="0.11.0"),
+    Setup("qwen3.5-397b-fp8+mtp", "Qwen/Qwen3.5-397B-A17B-FP8", {"method": "mtp"}, (1, 3), ("H200",),
+          "RECIPES models/Qwen/Qwen3.5-397B-A17B.yaml (8x H200, MTP-1 latency serving; MTP-3 feature)", tp=8,
+          since="0.17.0"),
+    Setup("qwen3.5-35b-a3b+mtp", "Qwen/Qwen3.5-35B-A3B", {"method": "mtp"}, (1,), ("H200",),
+          "RECIPES models/Qwen/Qwen3.5-35B-A3B.yaml", since="0.17.0"),
+    Setup("qwen3.6-27b-fp8+mtp", "Qwen/Qwen3.6-27B-FP8", {"method": "mtp"}, (1, 3), ("H100", "H200"),
+          "RECIPES models/Qwen/Qwen3.6-27B.yaml (FP8 on one 40 GB+ GPU)", since="0.17.0",
+          extra="--reasoning-parser qwen3"),
+    Setup("qwen3.6-35b-a3b+mtp-tp2", "Qwen/Qwen3.6-35B-A3B", {"method": "mtp"}, (2,), ("H100", "H200"),
+          "RECIPES models/Qwen/Qwen3.6-35B-A3B.yaml (verbatim, h100/h200 verified)", tp=2, since="0.17.0",
+          extra="--max-model-len 262144"),
+    Setup("deepseek-v3.2+mtp", "deepseek-ai/DeepSeek-V3.2", {"method": "mtp"}, (3,), ("H200",),
+          "RECIPES models/deepseek-ai/DeepSeek-V3.2.yaml (TP8, MTP 3 tokens)", tp=8, since="0.18.0"),
+    Setup("deepseek-v4-flash+mtp", "deepseek-ai/DeepSeek-V4-Flash", {"method": "mtp"}, (1, 2), ("H200",),
+          "RECIPES models/deepseek-ai/DeepSeek-V4-Flash.yaml (mode mtp)", tp=8, since="0.20.0",
+          extra="--trust-remote-code --enable-expert-parallel --block-size 256"),
+    Setup("deepseek-v4-flash-0731+dspark", "deepseek-ai/DeepSeek-V4-Flash-0731",
+          {"method": "dspark", "draft_sample_method": "probabilistic"}, (7,), ("H200",),
+          "RECIPES models/deepseek-ai/DeepSeek-V4-Flash.yaml (verbatim: the fused 0731 checkpoint, TP8+EP)", tp=8,
+          since="0.25.0", extra="--trust-remote-code --kv-cache-dtype fp8 --block-size 256 --enable-expert-parallel"),
+    Setup("glm-4.6-fp8+mtp", "zai-org/GLM-4.6-FP8", {"method": "mtp"}, (1,), ("H200",),
+          "RECIPES models/zai-org/GLM-4.6.yaml (verbatim: TP4, K=1)", tp=4, since="0.11.0"),
+    Setup("glm-5-fp8+mtp", "zai-org/GLM-5-FP8", {"method": "mtp"}, (3,), ("H200",),
+          "RECIPES models/zai-org/GLM-5.yaml (verbatim: FP8 on 8x H200, K=3)", tp=8, since="0.16.0"),
+    Setup("gemma-4-31b+assistant", "google/gemma-4-31B-it",
+          {"model": "google/gemma-4-31B-it-assistant", "method": "mtp"}, (4, 8), ("H100",),
+          "RECIPE_GEMMA4 (verbatim; before 0.23.0 the known bugs gemma4-mtp-ima-tp and "
+          "gemma4-mtp-block-table-concurrency of release_bugs.toml, fixed in 0.23.0, rightly fire)", tp=2,
+          since="0.23.0",
+          extra="--max-model-len 8192"),
+    Setup("gemma-4-26b-a4b+assistant", "google/gemma-4-26B-A4B-it",
+          {"model": "google/gemma-4-26B-A4B-it-assistant", "method": "mtp"}, (4,), ("H200", "H100"),
+          "RECIPE_GEMMA4; models/Google/gemma-4-26B-A4B-it.yaml", tp=2, since="0.23.0"),
+    Setup("gpt-oss-120b+nvidia-eagle3-v3", "openai/gpt-oss-120b",
+          {"model": "nvidia/gpt-oss-120b-Eagle3-v3", "method": "eagle3", "draft_tensor_parallel_size": 1}, (7,),
+          ("H200", "H100"), "RECIPE_GPTOSS (verbatim)", since="0.11.0",
+          extra="--no-enable-prefix-caching --max-num-batched-tokens 8192"),
+    Setup("kimi-k2.6+eagle3", "moonshotai/Kimi-K2.6",
+          {"model": "lightseekorg/kimi-k2.6-eagle3-mla", "method": "eagle3"}, (3, 4), ("H200",),
+          "RECIPES models/moonshotai/Kimi-K2.6.yaml (8x H200 verified)", tp=8, since="0.25.0",
+          extra="--trust-remote-code"),
+    Setup("minimax-m3+eagle3", "MiniMaxAI/MiniMax-M3",
+          {"model": "Inferact/MiniMax-M3-EAGLE3", "method": "eagle3", "attention_backend": "FLASH_ATTN"}, (3,),
+          ("H200",), "RECIPES models/MiniMaxAI/MiniMax-M3.yaml (h200 verified, TP8)", tp=8, since="0.24.0",
+          extra="--trust-remote-code"),
+    Setup("nemotron-3-super+mtp", "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8", {"method": "mtp"}, (3,),
+          ("H100", "H200"), "RECIPES models/nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16.yaml (FP8, TP4)", tp=4,
+          since="0.17.1"),
+    Setup("qwen3-vl-235b-fp8+eagle3-rocm", "Qwen/Qwen3-VL-235B-A22B-Instruct-FP8",
+          {"model": "RedHatAI/Qwen3-VL-235B-A22B-Instruct-speculator.eagle3", "method": "eagle3"}, (4,),
+          ("MI300X", "MI355X"), "RECIPES models/Qwen/Qwen3-VL-235B-A22B-Instruct.yaml (verbatim, MI300X/MI355X)",
+          tp=8, since=EAGLE3_CLASS_QWEN3_MOE_LLAMA4,
+          extra="--max-model-len 16384 --max-num-seqs 32 --enable-expert-parallel --attention-backend ROCM_AITER_FA"),
+    Setup("qwen3.5-27b+dflash", "Qwen/Qwen3.5-27B", {"model": "z-lab/Qwen3.5-27B-DFlash", "method": "dflash"}, (15,),
+          ("H200",), "DFLASH (z-lab/Qwen3.5-27B-DFlash)", since="0.20.0"),
+    Setup("gpt-oss-20b+dflash", "openai/gpt-oss-20b", {"model": "z-lab/gpt-oss-20b-DFlash", "method": "dflash"},
+          (15,), ("H100",), "DFLASH (z-lab/gpt-oss-20b-DFlash)", since="0.20.0"),
 ]
 
 
@@ -175,6 +253,8 @@ def releases(method: str, since: str = "0.0", before: str = "9999") -> list[str]
 
 def nvml(gpu: str, count: int) -> dict[str, Any]:
     snap = json.loads((ROOT / "fixtures/nvml/h200-snapshot.json").read_text())["snapshot"]
+    if gpu in PLATFORM_GPUS:  # not an NVIDIA GPU: NVML finds none
+        return dict(snap, gpus=[])
     name, total = GPUS[gpu]
     used = 600 * 2**20  # an idle GPU: the driver's context
     gpus = [dict(snap["gpus"][0], index=i, name=name, memory_total_bytes=total, memory_used_bytes=used,
@@ -214,7 +294,7 @@ def test_documented_setup_gets_no_alarm_on_any_release_that_supports_it(setup):
     for i, v in enumerate(vs + [None]):  # None: the release is not known
         k, gpu, flags = setup.ks[i % len(setup.ks)], setup.gpus[i % len(setup.gpus)], FLAGS[i % len(FLAGS)]
         cmd = command(setup, k, flags)
-        verdict, found = alarms(Inputs(cmd=cmd, vllm_version=v, gpu=gpu), gpu, setup.tp * setup.dp)
+        verdict, found = alarms(Inputs(cmd=cmd, vllm_version=v, gpu=PLATFORM_GPUS.get(gpu, gpu)), gpu, setup.tp * setup.dp)
         if found or verdict not in ("healthy", "unknown"):
             bad[f"{v} {gpu}: {cmd}"] = [f"verdict {verdict}"] + found
     assert not bad, json.dumps(bad, indent=1)
@@ -232,7 +312,7 @@ def test_documented_pair_by_name_gets_no_alarm(setup):
         for k in setup.ks:
             gpu = setup.gpus[0]
             obs = Observed(k=k, text={"--k": str(k)})
-            verdict, found = alarms(Inputs(target=setup.target, draft=draft, vllm_version=v, gpu=gpu, observed=obs),
+            verdict, found = alarms(Inputs(target=setup.target, draft=draft, vllm_version=v, gpu=PLATFORM_GPUS.get(gpu, gpu), observed=obs),
                                     gpu, setup.tp * setup.dp)
             if found or verdict not in ("healthy", "unknown"):
                 bad[f"{v} K={k}"] = [f"verdict {verdict}"] + found
@@ -272,17 +352,9 @@ CAVEATS = [
      "--speculative-model facebook/opt-125m --num-speculative-tokens 5", ("0.5.1", "0.6.2"),
      {"speedup.method-cost.likely", "config.method.v0-engine"},
      "V0_DOCS: the V0 draft-model path 'does not usually yield inter-token latency reductions'"),
-    (Setup("v0-llama70b+1b", "meta-llama/Meta-Llama-3.1-70B-Instruct", {}, (5,), ("H100",), "V0_DOCS", tp=4),
-     "--speculative-model meta-llama/Llama-3.2-1B-Instruct --num-speculative-tokens 5", ("0.6.4", "0.7.3"),
-     {"speedup.method-cost.likely", "config.method.v0-engine"}, "V0_DOCS (same warning)"),
     (Setup("v0-ngram", "Qwen/Qwen2.5-7B-Instruct", {}, (5,), ("A100",), "V0_DOCS"),
      "--speculative-model [ngram] --num-speculative-tokens 5 --ngram-prompt-lookup-max 4", ("0.6.4", "0.7.3"),
      {"speedup.method-cost.likely", "config.method.v0-engine"}, "V0_DOCS (same warning); the V1 n-gram path from 0.9.0 (methods.toml)"),
-    (Setup("qwen3-next+mtp", "Qwen/Qwen3-Next-80B-A3B-Instruct", {"method": "mtp"}, (1, 2), ("H200", "A100"),
-           "RECIPE_QNEXT", tp=4), "", ("0.11.0", "0.20.0", "0.32.0", None),
-     {"speedup.method-cost.likely"},
-     "https://github.com/vllm-project/vllm/issues/35387 (open: MTP causes a 76 % latency regression on "
-     "Qwen3-Next-80B-A3B-Instruct-FP8): the hybrid-target row of overhead.toml"),
     (Setup("docs-eagle3-example", "meta-llama/Meta-Llama-3-8B-Instruct",
            {"model": "RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3", "method": "eagle3",
             "draft_tensor_parallel_size": 2}, (2,), ("H100",), "DOCS_EAGLE", tp=2), "", ("0.11.0", "0.32.0"),
@@ -302,9 +374,9 @@ def test_documented_caveats_get_only_the_finding_their_source_shows(setup, legac
                                                           else []) + [x for x in (setup.extra, legacy) if x])
         else:
             cmd = command(setup, k)
-        store, _ = build_store(Inputs(cmd=cmd, vllm_version=v, gpu=gpu),
+        store, _ = build_store(Inputs(cmd=cmd, vllm_version=v, gpu=PLATFORM_GPUS.get(gpu, gpu)),
                                preset={"nvml.snapshot": nvml(gpu, setup.tp)})
-        diag = diagnose(Inputs(cmd=cmd, vllm_version=v, gpu=gpu), skip=["env"], store=store)
+        diag = diagnose(Inputs(cmd=cmd, vllm_version=v, gpu=PLATFORM_GPUS.get(gpu, gpu)), skip=["env"], store=store)
         found = {f.id for f in diag.findings if f.severity.value in ALARM}
         assert found <= allowed, (why, v, cmd, found - allowed)
         assert not [f for f in diag.findings if f.severity.value == "error"], (v, cmd)

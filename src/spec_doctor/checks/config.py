@@ -1297,6 +1297,10 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
     # adaptive drafter (suffix decoding) proposes only what its match supports, K is its cap.
     k_max = next((int(row["value"]) for row in (thresholds()["block_parallel_k_max"], thresholds()["adaptive_k_max"])
                   if method in row["methods"]), 7)
+    # a drafter published with a larger K (thresholds.toml drafter_k_max)
+    drafter = thresholds()["drafter_k_max"]
+    if spec.model and re.search(drafter["drafter_pattern"], str(spec.model).rstrip("/").rsplit("/", 1)[-1], re.I):
+        k_max = max(k_max, int(drafter["value"]))
     if k is not None and k > k_max:
         # The waste grows with K: every step verifies K+1 tokens while acceptance decays geometrically, so
         # K in the tens or hundreds is far worse than K=8 (and makes every step compute-bound).
