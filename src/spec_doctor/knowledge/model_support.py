@@ -232,3 +232,11 @@ def eagle3_allowlist(version: Version | str | None) -> tuple[str, ...] | None:
     cands = releases_of(version)
     allow = _allowlist(cands[-1]) if cands else None
     return tuple(allow["model_types"]) if allow else None
+
+
+def mtp_model_type(name: str) -> dict[str, Any] | None:
+    """A model-specific MTP drafter type (`glm4_moe_mtp`, `qwen3_5_mtp`, ...): the mined row of its drafter module
+    ({"kind": "mtp", "ranges", "source"}), or None when vLLM has no such drafter."""
+    row = _data().get("drafters", {}).get(name)
+    return row if isinstance(row, dict) and row.get("kind") == "mtp" else None
+

@@ -172,12 +172,41 @@ def _methods() -> dict[str, dict[str, Any]]:
     return {row["name"]: row for row in methods_data()["method"]}
 
 
+@functools.lru_cache(maxsize=64)
+def _mtp_alias(name: str) -> dict[str, Any] | None:
+    """A method row for a model-specific MTP type written as the method (`"method": "glm4_moe_mtp"`) that
+    methods.toml has no row of its own for. vLLM takes its MTP drafters' model types as method names (MTPModelTypes in
+    vllm/config/speculative.py) and from 0.11.0 rewrites every one to 'mtp' ("method `%s` is deprecated and replaced
+    with mtp."); the type exists from its drafter module's first release (knowledge/data/model_support.json
+    drafters). Before 0.11.0 which types the method list took is not mined: no data there."""
+    if not name.endswith(methods_data()["inference"]["mtp_model_type_suffix"]):
+        return None
+    from spec_doctor.knowledge.model_support import mtp_model_type
+
+    drafter = mtp_model_type(name)
+    if drafter is None:
+        return None
+    first = Version(drafter["ranges"][0][0])
+    rename = Version(methods_data()["inference"].get("mtp_rename_version", "0.11.0"))
+    since = max(first, rename)
+    return {"name": name, "label": f"{name} (the model's own MTP layers; vLLM runs it as 'mtp')", "renamed_to": "mtp",
+            "renamed_from_version": str(rename),
+            "rename_source": "vllm/config/speculative.py@v0.11.0 (\"method `%s` is deprecated and replaced with mtp.\")",
+            "support": ([{"versions": f">={first},<{rename}", "status": "no-data",
+                          "source": f"{drafter['source']} (drafter module; the method names of these releases are "
+                                    "not mined)"}] if first < rename else [])
+            + [{"versions": f">={since}", "status": "supported", "engine": "V1",
+                         "source": f"{drafter['source']} (drafter module); vllm/config/speculative.py@v0.11.0 "
+                                   "(MTPModelTypes taken as method names, rewritten to 'mtp')"}],
+            "derived": True}
+
+
 def known_method(name: str) -> bool:
-    return name in _methods()
+    return name in _methods() or _mtp_alias(name) is not None
 
 
 def method_row(name: str) -> dict[str, Any] | None:
-    return _methods().get(name)
+    return _methods().get(name) or _mtp_alias(name)
 
 
 def is_mtp_method(name: str | None) -> bool:
@@ -200,7 +229,7 @@ def _first_current_support(row: dict[str, Any]) -> Version | None:
 
 
 def method_support(method: str, version: Version | None) -> MethodSupport:
-    row = _methods().get(method)
+    row = method_row(method)
     if row is None:
         return MethodSupport(method, "unknown-method", {}, {}, None, "knowledge/data/methods.toml")
     first = _first_current_support(row)
@@ -220,7 +249,7 @@ def method_support(method: str, version: Version | None) -> MethodSupport:
 
 def renamed_method(method: str, version: Version | None) -> tuple[str, dict[str, Any]] | None:
     """(new name, row) when vLLM rewrites this method name (deepseek_mtp -> mtp from 0.11.0)."""
-    row = _methods().get(method)
+    row = method_row(method)
     if not row or not row.get("renamed_to"):
         return None
     if version is not None and Version(version.base_version) < Version(row["renamed_from_version"]):
