@@ -106,7 +106,8 @@ def test_cmd_without_a_vllm_invocation_is_a_note(cmd, tmp_path):
                    "--fail-on", "never", timeout=60)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
-    assert report["verdict"] == "healthy"
+    # the log is judged (its acceptance affirms speculation; the tiny models it names, when built, add pair notes)
+    assert any(f["id"] == "logs.acceptance.healthy" for f in report["findings"]) and report["verdict"] != "unknown"
     assert any(n.startswith("--cmd was not used: not a vLLM command line") for n in report["notes"])
 
 
