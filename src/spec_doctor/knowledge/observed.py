@@ -35,7 +35,7 @@ from spec_doctor.knowledge.acceptance import (
 from spec_doctor.knowledge.acceptance import judge_acceptance as table_judgement
 from spec_doctor.knowledge.data import load, threshold, thresholds
 from spec_doctor.knowledge.models import DRAFT_MODEL, HEAD, MODEL_FREE, method_family
-from spec_doctor.knowledge.speedup import GpuSpec, efficiency
+from spec_doctor.knowledge.speedup import GpuSpec, efficiency, spec_of_row
 
 
 def speed_verdict(speedup: float) -> str:
@@ -195,7 +195,7 @@ def lowest_ridge() -> tuple[float, str]:
     GPU when the user's is not known), with the GPU's name."""
     best: tuple[float, str] | None = None
     for row in load("gpus.toml")["gpu"]:
-        spec = GpuSpec(row["name"], row["hbm_gb_s"] * 1e9, row["bf16_tflops"] * 1e12, row["source"])
+        spec = spec_of_row(row)
         r = ridge_tokens(spec)
         if best is None or r < best[0]:
             best = (r, spec.name)

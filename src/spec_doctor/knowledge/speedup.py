@@ -50,21 +50,31 @@ class GpuSpec:
     source: str
 
 
+def spec_of_row(row: dict[str, Any]) -> GpuSpec:
+    """A gpus.toml row as a GpuSpec (datasheet GB/s and TFLOPS in SI units)."""
+    return GpuSpec(row["name"], row["hbm_gb_s"] * 1e9, row["bf16_tflops"] * 1e12, row["source"])
+
+
+def _gpu_text(text: str) -> str:
+    """A GPU name or sentence as gpus.toml `match` patterns read it (lower case, '-' and '_' as spaces)."""
+    return text.lower().replace("-", " ").replace("_", " ")
+
+
 def gpu_spec(name: str | None) -> GpuSpec | None:
     """The datasheet row for an NVML device name or a --gpu value ('H200', 'NVIDIA A100-SXM4-80GB')."""
     if not name:
         return None
-    low = name.lower().replace("-", " ").replace("_", " ")
+    low = _gpu_text(name)
     for row in load("gpus.toml")["gpu"]:
         if re.search(row["match"], low):
-            return GpuSpec(row["name"], row["hbm_gb_s"] * 1e9, row["bf16_tflops"] * 1e12, row["source"])
+            return spec_of_row(row)
     return None
 
 
 def gpu_spec_in(text: str) -> GpuSpec | None:
     """The GPU a sentence names first ('L20X; later one H200' -> none known before H200 ... the leftmost known
     one), for hardware written in words; gpu_spec's row order decides only between matches at one place."""
-    low = text.lower().replace("-", " ").replace("_", " ")
+    low = _gpu_text(text)
     best: tuple[int, int, dict[str, Any]] | None = None
     for i, row in enumerate(load("gpus.toml")["gpu"]):
         m = re.search(row["match"], low)
@@ -72,8 +82,7 @@ def gpu_spec_in(text: str) -> GpuSpec | None:
             best = (m.start(), i, row)
     if best is None:
         return None
-    row = best[2]
-    return GpuSpec(row["name"], row["hbm_gb_s"] * 1e9, row["bf16_tflops"] * 1e12, row["source"])
+    return spec_of_row(best[2])
 
 
 def gpu_names() -> list[str]:
