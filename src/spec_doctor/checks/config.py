@@ -330,10 +330,9 @@ def spec_keys(facts: Mapping[str, Any]) -> list[Finding]:
         # assistant checkpoint) guessed to be a generic draft model. A plain draft model guessed as draft_model is
         # what the user meant (the release's support for draft models is config.method's to judge).
         head_as_draft = spec.method == "draft_model" and is_head_name(str(spec.model))
-        risky = head_as_draft
         out.append(Finding(
             "config.spec-keys.implicit-method", Category.CONFIG_DEPRECATED,
-            Severity.WARNING if risky else Severity.INFO, 0.7 if version is not None else 0.6,
+            Severity.WARNING if head_as_draft else Severity.INFO, 0.7 if version is not None else 0.6,
             f"No \"method\" in the speculative config: vLLM guesses '{spec.method}' from {spec.model!r}"
             + (", which is by its name a drafter head, not a generic draft model" if head_as_draft else ""),
             evidence=(_spec_ev(cfg), _ver_ev(version, vsrc),
@@ -347,7 +346,7 @@ def spec_keys(facts: Mapping[str, Any]) -> list[Finding]:
                if head_as_draft else ()),
             fix=Fix("Name the method explicitly:", _fix_cmds(cfg, version)),
             impact="vLLM runs the method you meant (and says so in its config line)",
-            impact_score=0.5 if risky else 0.2, data={"inferred_method": spec.method}))
+            impact_score=0.5 if head_as_draft else 0.2, data={"inferred_method": spec.method}))
     if spec.method and spec.raw.get("method") == spec.method:
         renamed = renamed_method(spec.method, version)
         if renamed:

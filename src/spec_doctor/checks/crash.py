@@ -20,6 +20,7 @@ from spec_doctor.knowledge.catalogue import release_key, releases
 from spec_doctor.knowledge.crashes import classify, stage_of, stage_of_source
 from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.release_bugs import crash_bug
+from spec_doctor.knowledge.symptoms import complaint_classes
 
 # Exceptions that report an earlier failure rather than cause one (the engine died because of something above).
 _CONSEQUENCES = ("EngineDeadError", "EngineGenerateError")
@@ -159,12 +160,12 @@ def _traceback_finding(tb: Mapping[str, Any], row: Any, count: int, sources: lis
     conf = row.confidence if row is not None else 0.55 if catalogued is not None else 0.4
     if not tb["exc_type"]:
         conf = min(conf, 0.5)  # the traceback was cut off before its exception
-        said = _complaint_names_memory(facts)
-        if said is not None and catalogued is None and (row is None or row.message is None):
+        if "memory" in complaint_classes(facts) and catalogued is None and (row is None or row.message is None):
             # The paste stops before the exception, so the frames alone cannot say what kind of failure it was; the
             # user's own words about the same crash ("OOM ...") can.
             category = Category.OOM
             title = "vLLM crashed, out of memory as you say (the traceback is cut off before its exception)"
+            said = str(facts["symptom.complaint"].get("text") or "")
             ev.append(Evidence("--symptom", f"\"{clip(said, 160)}\": the complaint names running out of memory"))
             fix_text = ("Find the allocation that failed (the exception under the cut, or the first 'CUDA out of "
                         "memory' line): give the draft and its KV cache room with a lower --max-num-seqs, "
@@ -179,14 +180,6 @@ def _traceback_finding(tb: Mapping[str, Any], row: Any, count: int, sources: lis
                          "catalogue_category": catalogued.value if catalogued is not None else None,
                          "known_bug": known[0].id if known is not None else None,
                          "speculation_on": spec_on, "stage": _stage(tb)})
-
-
-def _complaint_names_memory(facts: Mapping[str, Any]) -> str | None:
-    """The complaint's text when its classes include running out of memory (symptom.complaint), else None."""
-    c = facts.get("symptom.complaint")
-    if isinstance(c, Mapping) and "memory" in (c.get("classes") or ()):
-        return str(c.get("text") or "")
-    return None
 
 
 @check("logs.argparse", categories=["config-deprecated"], needs=["logs.argparse"], wants=["logs.files"],

@@ -30,6 +30,7 @@ from spec_doctor.knowledge.release_bugs import (
     match,
     release_span,
 )
+from spec_doctor.knowledge.symptoms import complaint_classes
 
 _SOURCES = ["https://github.com/vllm-project/vllm/releases", "https://pypi.org/simple/vllm/"]
 _WANTS = ["config.deployment", "logs.events", "logs.acceptance", "metrics.deltas", "observed.figures",
@@ -236,12 +237,6 @@ def _data(m: Match, cover: str, matched: str | None) -> dict[str, Any]:
         out["root_cause"] = CRASH_ROOT
     out["row_category"] = bug.category
     return out
-
-
-def complaint_classes(facts: Mapping[str, Any]) -> frozenset[str]:
-    """The classes of the user's complaint (symptom.complaint; SYMPTOM.md), empty when none was given."""
-    c = facts.get("symptom.complaint")
-    return frozenset(c.get("classes") or ()) if isinstance(c, Mapping) else frozenset()
 
 
 def complaint_fits(bug: KnownBug, classes: frozenset[str]) -> bool:

@@ -22,6 +22,7 @@ from spec_doctor.knowledge.models import names_no_checkpoint, text_config
 from spec_doctor.knowledge.overhead import overhead_causes
 from spec_doctor.knowledge.platforms import cuda_graphs_apply
 from spec_doctor.knowledge.speedup import hybrid_target, method_costs
+from spec_doctor.knowledge.symptoms import complaint_classes
 
 _OFF = "remove --speculative-config (plain decoding)"
 
@@ -272,7 +273,8 @@ def method_cost(facts: Mapping[str, Any]) -> list[Finding]:
     return [Finding(
         "speedup.method-cost.likely", Category.SPEC_OVERHEAD,
         Severity.WARNING if conf >= threshold("predicted_overhead_warning")
-        or (conf >= threshold("speedup_overhead_min_confidence") and _complains_of_speed(facts)) else Severity.INFO,
+        or (conf >= threshold("speedup_overhead_min_confidence")
+            and {"slowdown", "latency"} & complaint_classes(facts)) else Severity.INFO,
         conf,
         "Speculation is likely to cost more per step than it saves here: "
         + "; ".join(r.title for r in rows) + " (no throughput measurement in the inputs)",
@@ -282,13 +284,6 @@ def method_cost(facts: Mapping[str, Any]) -> list[Finding]:
         impact="plain decoding may be faster on this setup", impact_score=round(0.4 + 0.5 * conf, 3),
         data={"rows": [r.id for r in rows], "conditions": sorted(held),
               "observed_tokens_per_step": seen[0] if seen else None})]
-
-
-def _complains_of_speed(facts: Mapping[str, Any]) -> bool:
-    """The user's complaint (--symptom) says speculation is slow: a slowdown or a latency class."""
-    complaint = facts.get("symptom.complaint")
-    classes = complaint.get("classes", ()) if isinstance(complaint, Mapping) else getattr(complaint, "classes", ())
-    return bool({"slowdown", "latency"} & set(classes or ()))
 
 
 def _effective_k(spec: Any, version: Any) -> tuple[int | None, str]:

@@ -39,12 +39,18 @@ class InferredVersion(Sourced):
 
 
 def declared_version(text: str) -> Any:
-    """--vllm-version text that is not a plain release (parsers/versiontext): a release, a series, a range or a build
-    of main, over the releases knowledge/data/model_support.json was mined from; None when no release is in it."""
-    from spec_doctor.knowledge.model_support import releases
-    from spec_doctor.parsers.versiontext import read_declared
+    """--vllm-version as written (parsers/versiontext.DeclaredVersion): a version string is that release exactly;
+    other text a release, a series, a range or a build of main, over the releases knowledge/data/model_support.json
+    was mined from (loaded only then); None when no release is in it."""
+    from spec_doctor.parsers.versiontext import DeclaredVersion, read_declared
 
-    return read_declared(text, [Version(r) for r in releases()])
+    try:
+        exact = parse_version(text)
+    except InvalidVersion:
+        from spec_doctor.knowledge.model_support import releases
+
+        return read_declared(text, [Version(r) for r in releases()])
+    return DeclaredVersion(exact, exact, exact, False, "a release")
 
 
 def _stated(store: FactStore, fact: str, label: str | None) -> Sourced | None:
@@ -66,16 +72,13 @@ def vllm_version(store: FactStore) -> Sourced:
     """The vLLM version under diagnosis (see the module docstring for the order)."""
     declared = store.inputs.vllm_version
     if declared:
-        try:
-            return Sourced(parse_version(declared), "--vllm-version")
-        except InvalidVersion:
-            read = declared_version(declared)
-            if read is not None and read.exact is not None:
-                return Sourced(read.exact, "--vllm-version")
-            if read is not None and read.high is not None:
-                found = InferredVersion(read.high, "--vllm-version", read.low, read.high, read.high_open, 0.9)
-                return replace(found, source=f"--vllm-version '{declared}' ({read.how}): vLLM {found.label()}")
-            # No release in the text: a note of the report (inputs.status); the other inputs say what they can.
+        read = declared_version(declared)
+        if read is not None and read.exact is not None:
+            return Sourced(read.exact, "--vllm-version")
+        if read is not None and read.high is not None:
+            found = InferredVersion(read.high, "--vllm-version", read.low, read.high, read.high_open, 0.9)
+            return replace(found, source=f"--vllm-version '{declared}' ({read.how}): vLLM {found.label()}")
+        # No release in the text: a note of the report (inputs.status); the other inputs say what they can.
     servers = store.maybe("server.info") if store.inputs.servers else None
     for one in (servers or {}).values():
         if one.get("version"):

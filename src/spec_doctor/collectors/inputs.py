@@ -17,9 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from packaging.version import InvalidVersion
-
-from spec_doctor.collectors.core import declared_version, parse_version
+from spec_doctor.collectors.core import declared_version
 from spec_doctor.engine.facts import FactStore, FactUnavailable, provides
 
 
@@ -177,14 +175,6 @@ def inputs_status(store: FactStore) -> list[dict[str, Any]]:
     return rows + _context_rows(store)
 
 
-def _plain(text: str) -> bool:
-    try:
-        parse_version(text)
-    except InvalidVersion:
-        return False
-    return True
-
-
 def _context_rows(store: FactStore) -> list[dict[str, Any]]:
     """--vllm-version, --gpu and --symptom: inputs the diagnosis uses (release bugs, the complaint's weight) that say
     nothing about speculation on their own, so they never make the verdict assessed."""
@@ -192,7 +182,7 @@ def _context_rows(store: FactStore) -> list[dict[str, Any]]:
     if inputs.vllm_version:
         got, version, reason = _fact(store, "vllm.version")
         declared = got and str(getattr(version, "source", "")).startswith("--vllm-version")
-        unreadable = not declared and not _plain(inputs.vllm_version) and declared_version(inputs.vllm_version) is None
+        unreadable = not declared and declared_version(inputs.vllm_version) is None
         if unreadable:
             reason = (f"'{inputs.vllm_version}' names no vLLM release (e.g. 0.10.1, 0.8.x, >=0.9, main): "
                       "version-dependent rules use what the other inputs show")

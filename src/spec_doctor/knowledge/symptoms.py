@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -170,3 +171,9 @@ def method_in_text(text: str) -> str | None:
             found.append(name)
             rest = pattern.sub(" ", rest)
     return found[0] if len(found) == 1 else None
+
+
+def complaint_classes(facts: Mapping[str, Any]) -> frozenset[str]:
+    """The classes of the user's complaint (fact symptom.complaint; SYMPTOM.md), empty when none was given."""
+    c = facts.get("symptom.complaint")
+    return frozenset(c.get("classes") or ()) if isinstance(c, Mapping) else frozenset()

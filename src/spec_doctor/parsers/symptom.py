@@ -261,12 +261,15 @@ def _labelled_pair(text: str) -> list[str]:
     tok/s", "baseline 60 tok/s; EAGLE-3 45 tok/s"): the first one said to be without speculation and the first one
     said to be with it make a with/without pair; worse with speculation is a slowdown."""
     words = figure_words()
+    # an expectation word makes a figure hypothetical, except the words that label the run without speculation
+    # ("baseline")
+    labels = {w.pattern for w in words.without}
+    hypothetical = [p for p in words.hypothetical if p.pattern not in labels]
     seen: dict[str, tuple[float, str]] = {}
     for pattern in words.throughput_figure:
         for m in pattern.finditer(text):
-            if is_negated(text, m.start()) or any(p.search(text[_clause_start(text, m.start()):m.start()])
-                                                  for p in words.hypothetical if not any(w.pattern == p.pattern
-                                                                                         for w in words.without)):
+            clause = text[_clause_start(text, m.start()):m.start()]
+            if is_negated(text, m.start()) or any(p.search(clause) for p in hypothetical):
                 continue
             seg = _segment(text, m.start(), m.end())
             label = "without" if any(p.search(seg) for p in words.without) else \
