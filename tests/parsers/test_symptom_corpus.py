@@ -16,7 +16,7 @@ import pytest
 from spec_doctor.knowledge.symptoms import CLASSES
 from spec_doctor.parsers.symptom import classify
 
-CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "symptoms" / "complaints.jsonl"
+CORPUS = Path(__file__).resolve().parents[2] / "src" / "spec_doctor" / "knowledge" / "data" / "complaints.jsonl"
 # split -> (micro recall, micro precision, share of complaints matching no class at most, share of complaint-free
 # rows given a class at most)
 FLOORS = {"fit": (0.93, 0.96, 0.05, 0.03), "holdout": (0.76, 0.82, 0.19, 0.12)}

@@ -13,6 +13,7 @@ the complaint's severity at least).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -21,6 +22,7 @@ from packaging.version import Version
 
 from spec_doctor.engine.model import SERVING, Category, Evidence, Finding, Fix, Severity, clip
 from spec_doctor.engine.registry import check
+from spec_doctor.knowledge import complaint_prior
 from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
 from spec_doctor.knowledge.models import DRAFT_MODEL, method_family
@@ -35,7 +37,7 @@ from spec_doctor.knowledge.specdata import method_support
 from spec_doctor.knowledge.symptoms import CLASSES, SYMPTOMS_FILE, SymptomClass, rule_confidence_gain, symptom_classes
 from spec_doctor.knowledge.symptoms import table as symptom_table
 from spec_doctor.knowledge.temperature import HOT_TEMPERATURE
-from spec_doctor.parsers.symptom import matches
+from spec_doctor.parsers.symptom import classify, matches
 
 _OFF = "remove --speculative-config (plain decoding)"
 # The complaints that are never a healthy run.
@@ -72,6 +74,51 @@ class _Setup:
         value = getattr(version, "value", version)
         self.version = value if isinstance(value, Version) else None
         self.version_source = str(getattr(version, "source", "vllm.version"))
+        model = prior_model()
+        self.prior: dict[str, float] = {} if model is None else model.posterior(
+            prior_features(str(complaint.get("text") or ""), complaint.get("classes") or ()))
+
+
+def prior_features(text: str, classes: Any = None) -> list[str]:
+    """The complaint prior's features of a complaint: its words and its symptom classes (as the complaint parser
+    reads them; ``classes`` when already known). Not the setup's method: the texts of the no-complaint class carry
+    none, so a method would read as a complaint by itself."""
+    found = classify(text).classes if classes is None else classes
+    return [*complaint_prior.words(text), *(f"class:{c}" for c in found)]
+
+
+@functools.cache
+def prior_model() -> complaint_prior.Model | None:
+    """The complaint prior fitted on every labelled report of knowledge/data/rootcauses.jsonl and the texts of
+    knowledge/data/complaints.jsonl that state no problem (its no-complaint class), once per process."""
+    rows = (*complaint_prior.rows(), *complaint_prior.neutral_rows())
+    if not rows:
+        return None
+    return complaint_prior.fit([(prior_features(r.text), r.category) for r in rows])
+
+
+def _prior_choice(setup: _Setup, allowed: set[str], least: float) -> tuple[str, float] | None:
+    """The category the complaint prior ranks first among ``allowed`` (those the labelled reports name often
+    enough), with its share of their probability, when that share is at least ``least``."""
+    model = prior_model()
+    if model is None or not setup.prior:
+        return None
+    floor = threshold("complaint_prior_min_support")
+    cand = {c: p for c, p in setup.prior.items() if c in allowed and model.support.get(c, 0) >= floor}
+    total = sum(cand.values())
+    if not total:
+        return None
+    top = max(cand, key=lambda c: cand[c])
+    share = cand[top] / total
+    return (top, share) if share >= least else None
+
+
+def _prior_why(cat: str, share: float) -> str:
+    model = prior_model()
+    n = sum(model.support.values()) if model else 0
+    return (f"reports worded like yours most often turned out to be {cat} (p={share:.2f} by a word model fitted on "
+            f"{n} labelled public reports, {model.support.get(cat, 0) if model else 0} of them {cat}; "
+            f"knowledge/data/{complaint_prior.DATA_FILE})")
 
 
 def _acceptance_zero(s: _Setup) -> Evidence | None:
@@ -245,15 +292,15 @@ def _commands(cat: Category, cls: SymptomClass, setup: _Setup) -> tuple[str, ...
 
 
 def _categories() -> list[str]:
-    cats = {c.value for cls in symptom_classes().values() for c in (*cls.points_at, cls.default)}
-    cats |= {r.category.value for cls in symptom_classes().values() for r in cls.rules}
-    return sorted(cats)
+    """Every problem category: the classes' candidates and, through the complaint prior, any other."""
+    return sorted(c.value for c in Category if c is not Category.HEALTHY)
 
 
 @check("symptom.differential", categories=_categories(), needs=["symptom.complaint"],
        wants=["config.deployment", "models.spec", "models.pair", "models.target", "observed.figures",
               "logs.acceptance", "metrics.deltas", "vllm.version"],
-       findings={f"symptom.{c}": f"the complaint ({c}) with this setup most often means this" for c in CLASSES},
+       findings={**{f"symptom.{c}": f"the complaint ({c}) with this setup most often means this" for c in CLASSES},
+                 "symptom.words": "a complaint no symptom class matches: its likely cause by the complaint prior"},
        sources=[f"knowledge/data/{SYMPTOMS_FILE}", "knowledge/data/taxonomy.md",
                 "https://github.com/vllm-project/vllm/blob/main/.github/ISSUE_TEMPLATE/400-bug-report.yml"])
 def differential(facts: Mapping[str, Any]) -> list[Finding]:
@@ -264,9 +311,9 @@ def differential(facts: Mapping[str, Any]) -> list[Finding]:
     is corroborated instead (report/merge.py)."""
     complaint = facts["symptom.complaint"]
     classes = _classes_to_judge(complaint)
-    if not classes:
-        return []
     setup = _Setup(facts, complaint)
+    if not classes:
+        return _from_words(setup, complaint)
     quote = Evidence("--symptom", f"\"{clip(str(complaint['text']), 240)}\" (classes: "
                                   f"{', '.join(complaint['classes'])}"
                                   + (f"; stage: {complaint['stage']}" if complaint.get("stage") else "") + ")")
@@ -300,3 +347,31 @@ def differential(facts: Mapping[str, Any]) -> list[Finding]:
                   "complaint": True, "never_healthy": any(n in _NEVER_HEALTHY for n in names),
                   "rules": [m[3] for m in members if m[3]]}))
     return out
+
+
+def _from_words(setup: _Setup, complaint: Mapping[str, Any]) -> list[Finding]:
+    """A complaint whose words match no symptom class: the likely cause by the complaint prior alone, when its first
+    category is probable enough (complaint_prior_words_min) and is a problem; corroborating what other checks found
+    in any category the prior finds plausible."""
+    allowed = {c.value for c in Category if c is not Category.HEALTHY}
+    least = threshold("complaint_prior_words_min")
+    model = prior_model()
+    if model is None or not setup.prior or max(setup.prior.values()) < least:
+        return []
+    top = next(iter(setup.prior))
+    choice = _prior_choice(setup, allowed, 0.0)
+    if top not in allowed or choice is None or choice[0] != top:
+        return []
+    cat = Category(top)
+    plausible = sorted(c for c, p in setup.prior.items() if c in allowed and p >= threshold("complaint_prior_plausible"))
+    return [Finding(
+        # a note, not a warning: the prior names the right cause only about two times in five (its holdout)
+        "symptom.words", cat, Severity.INFO, threshold("complaint_prior_confidence"),
+        f"Your complaint's words most often mean {cat.value} (no symptom class matched them)",
+        (Evidence("--symptom", f"\"{clip(str(complaint['text']), 240)}\" (no symptom class)"),
+         Evidence(f"knowledge/data/{complaint_prior.DATA_FILE}", _prior_why(top, setup.prior[top]))),
+        Fix("Check this cause first; give spec-doctor the server log (--log) or the command line (--cmd) to confirm "
+            "it", ()),
+        impact="A pointer from the complaint's words alone; confirm it before acting on it.", impact_score=0.5,
+        data={"classes": [], "stage": complaint.get("stage"), "corroborates": sorted({top, *plausible}),
+              "complaint": True, "never_healthy": False, "rules": ["complaint-prior"]})]
