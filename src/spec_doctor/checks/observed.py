@@ -478,10 +478,8 @@ def bench_measurement(facts: Mapping[str, Any]) -> list[Finding]:
     complaint = facts.get("symptom.complaint") or {}
     classes = set(complaint.get("classes") or ())
     figures = facts.get("observed.figures") or {}
-    rests = bool(classes & set(VERDICT_CLASSES)) or any(
-        figures.get(k) is not None for k in ("speedup", "acceptance_rate", "acceptance_length")) \
+    measured = any(figures.get(k) is not None for k in ("speedup", "acceptance_rate", "acceptance_length")) \
         or any(r.get("acceptance_rate") is not None for r in bench["results"])
-    severity = Severity.WARNING if rests else Severity.INFO
     spec = getattr(facts.get("config.deployment"), "speculative", None)
     method = str(getattr(spec, "method", None) or getattr(facts.get("models.spec"), "method", None) or "").lower()
     min_prompts = threshold("bench_min_prompts")
@@ -491,6 +489,10 @@ def bench_measurement(facts: Mapping[str, Any]) -> list[Finding]:
                 title: str | None = None) -> Finding:
         p = pitfall(pid)
         cat = Category.HIGH_TEMPERATURE if pid == "sampling" else Category.MEASUREMENT
+        # The verdict rests on it: a complaint whose class this pitfall undermines (its `needs`; any verdict class
+        # when it has none), or figures the user measured.
+        rests = measured or bool(classes & set(p.needs or VERDICT_CLASSES))
+        severity = Severity.WARNING if rests else Severity.INFO
         return Finding(fid, cat, severity, round(min(conf, 0.95), 3), title or p.title,
                        (*evidence, Evidence(f"knowledge/data/benchmarks.toml [pitfall.{pid}]", p.meaning)),
                        Fix(p.fix + (": run this against the server with and without speculation" if command else ""),

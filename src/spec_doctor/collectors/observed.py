@@ -9,6 +9,7 @@ with less behind it (no absolute figures to check against the workload).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from spec_doctor.collectors.speedup import gpu_in_use
@@ -76,7 +77,7 @@ def _log_runs(lf: Any) -> list[Any]:
         for r in runs_in_text(text, display):
             head = r.text[:40]
             line = next((n for n, t in quoted if head and head in t), numbers[0])
-            runs.append(type(r)(r.tool, f"{display}:{line}", r.text, r.flags))
+            runs.append(replace(r, source=f"{display}:{line}"))
     seen = {r.text[:200] for r in runs}
     for line, text in getattr(lf, "bench_lines", None) or []:
         for r in runs_in_text(text, f"{display}:{line}"):
