@@ -483,41 +483,55 @@ def bench_measurement(facts: Mapping[str, Any]) -> list[Finding]:
     spec = getattr(facts.get("config.deployment"), "speculative", None)
     method = str(getattr(spec, "method", None) or getattr(facts.get("models.spec"), "method", None) or "").lower()
     min_prompts = threshold("bench_min_prompts")
-    out: list[Finding] = []
-
-    def finding(fid: str, pid: str, evidence: tuple[Evidence, ...], conf: float, command: str | None,
-                title: str | None = None) -> Finding:
-        p = pitfall(pid)
-        cat = Category.HIGH_TEMPERATURE if pid == "sampling" else Category.MEASUREMENT
-        # The verdict rests on it: a complaint whose class this pitfall undermines (its `needs`; any verdict class
-        # when it has none), or figures the user measured.
-        rests = measured or bool(classes & set(p.needs or VERDICT_CLASSES))
-        severity = Severity.WARNING if rests else Severity.INFO
-        return Finding(fid, cat, severity, round(min(conf, 0.95), 3), title or p.title,
-                       (*evidence, Evidence(f"knowledge/data/benchmarks.toml [pitfall.{pid}]", p.meaning)),
-                       Fix(p.fix + (": run this against the server with and without speculation" if command else ""),
-                           (command,) if command else ()),
-                       impact="the speed or acceptance verdict cannot rest on this measurement" if rests else
-                       "figures from this benchmark would not represent real traffic",
-                       impact_score=0.7 if rests else 0.3, data={"pitfall": pid, "rests_on_it": rests})
-
-    said = set()
+    # Each pitfall seen: (pitfall id, evidence, confidence, the comparable command or None, named by the complaint).
+    seen: list[tuple[str, tuple[Evidence, ...], float, str | None, bool]] = []
     for f in flaws(list(bench["runs"]), list(bench["results"]), _bench_version(facts), min_prompts):
         conf = pitfall(f.pitfall).confidence * (0.5 + 0.5 * f.share)
         if f.pitfall == "random-prompts" and method in _LOOKUP:
             conf += 0.1  # a look-up drafter finds nothing to copy in random tokens
         evidence = (Evidence(f.source, f.detail), *(Evidence(src, detail) for src, detail in f.basis))
         command = comparable_command(f.run, int(4 * min_prompts)) if f.run is not None else None
-        out.append(finding(f"observed.bench.{f.pitfall}", f.pitfall, evidence, conf, command))
-        said.add(f.pitfall)
+        seen.append((f.pitfall, evidence, conf, command, False))
     # Readings the complaint's own words name (what the figure it quotes is), with the complaint they count for.
     for pid, phrase in bench["named"]:
         p = pitfall(pid)
-        if pid in said or (p.needs and not classes & set(p.needs)):
+        if any(x[0] == pid for x in seen) or (p.needs and not classes & set(p.needs)):
             continue
-        said.add(pid)
-        out.append(finding("observed.bench.reading", pid,
-                           (Evidence("--symptom", f"the complaint's reading: \"{clip(phrase, 120)}\""),
-                            Evidence(p.source.split("; ")[0], "source")),
-                           p.confidence * 0.85, None, title=p.title + " (named in your complaint)"))
+        seen.append((pid, (Evidence("--symptom", f"the complaint's reading: \"{clip(phrase, 120)}\""),
+                           Evidence(p.source.split("; ")[0], "source")), p.confidence * 0.85, None, True))
+
+    def finding(members: list[tuple[str, tuple[Evidence, ...], float, str | None, bool]],
+                category: Category) -> Finding:
+        """One finding for the pitfalls of one category: one benchmark that cannot carry the verdict is one
+        diagnosis (led by its surest pitfall, the others its evidence), so it does not crowd the report."""
+        members = sorted(members, key=lambda m: -m[2])
+        lead_id, _, conf, _, named = members[0]
+        lead = pitfall(lead_id)
+        # The verdict rests on it: a complaint whose class a pitfall undermines (its `needs`; any verdict class when
+        # it has none), or figures the user measured.
+        rests = measured or any(classes & set(pitfall(m[0]).needs or VERDICT_CLASSES) for m in members)
+        severity = Severity.WARNING if rests else Severity.INFO
+        command = next((m[3] for m in members if m[3]), None)
+        others = [pitfall(m[0]).title.lower() for m in members[1:]]
+        title = lead.title + (" (named in your complaint)" if named else "") + \
+            (f"; also: {'; '.join(others)}" if others else "")
+        evidence = tuple(dict.fromkeys(e for m in members for e in (
+            *m[1], Evidence(f"knowledge/data/benchmarks.toml [pitfall.{m[0]}]", pitfall(m[0]).meaning))))
+        return Finding("observed.bench.reading" if named else f"observed.bench.{lead_id}", category, severity,
+                       round(min(conf + 0.05 * (len(members) - 1), 0.95), 3), title, evidence,
+                       Fix(" ".join(dict.fromkeys(pitfall(m[0]).fix + "." for m in members))
+                           + (" Run this against the server with and without speculation:" if command else ""),
+                           (command,) if command else ()),
+                       impact="the speed or acceptance verdict cannot rest on this measurement" if rests else
+                       "figures from this benchmark would not represent real traffic",
+                       impact_score=0.7 if rests else 0.3,
+                       data={"pitfalls": [m[0] for m in members], "rests_on_it": rests})
+
+    out: list[Finding] = []
+    measurement = [m for m in seen if m[0] != "sampling"]
+    if measurement:
+        out.append(finding(measurement, Category.MEASUREMENT))
+    sampling = [m for m in seen if m[0] == "sampling"]
+    if sampling:
+        out.append(finding(sampling, Category.HIGH_TEMPERATURE))
     return out

@@ -143,11 +143,11 @@ def runs_in_text(text: str, source: str) -> list[BenchRun]:
     for m in _NAMESPACE.finditer(joined):
         body = joined[m.end(): m.end() + 20000]
         items = {k: _namespace_value(v) for k, v in _NS_ITEM.findall(body)}
-        t = _namespace_tool(items)
-        if t is None:
+        nt = _namespace_tool(items)
+        if nt is None:
             continue
         flags = {k: v for k, v in items.items() if v is not None and k in WORKLOAD + ("model", "num_warmups")}
-        runs.append(BenchRun(t.name, source, joined[m.start(): m.start() + 400], flags, frozenset(items)))
+        runs.append(BenchRun(nt.name, source, joined[m.start(): m.start() + 400], flags, frozenset(items)))
         if len(runs) >= MAX_RUNS:
             break
     return runs
