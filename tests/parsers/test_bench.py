@@ -119,3 +119,18 @@ def test_complaint_words_name_a_reading():
     assert named_pitfalls("the server crashes at startup with MTP", {"crash"}) == []
     # words that count only with their complaint: ITL with a latency complaint
     assert named_pitfalls("ITL is 30 ms", {"crash"}) == []
+
+
+def test_two_result_blocks_of_different_workloads():
+    a = {"source": "log:1-9", "successful_requests": 128.0, "maximum_request_concurrency": 8.0,
+         "total_input_tokens": 128000.0}
+    b = {"source": "log:12-20", "successful_requests": 128.0, "maximum_request_concurrency": 8.0,
+         "total_input_tokens": 131072.0}
+    f = _flaws([], results=[a, b])["unequal-runs"]
+    assert "total input tokens: 128000 vs 131072" in f.basis[-1][1]
+    assert "unequal-runs" not in _flaws([], results=[a, dict(a, source="log:12-20")])
+
+
+def test_itl_with_tpot_or_throughput_named_is_no_chunk_reading():
+    assert named_pitfalls("ITL and TPOT both got worse with MTP", {"latency"}) == []
+    assert named_pitfalls("ITL got worse and output throughput dropped with MTP", {"latency", "slowdown"}) == []

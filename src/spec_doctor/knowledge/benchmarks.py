@@ -59,9 +59,12 @@ class Pitfall:
     confidence: float
     complaint: tuple[re.Pattern[str], ...]
     needs: tuple[str, ...] = ()  # the complaint classes its words count with (empty: any)
+    unless: tuple[re.Pattern[str], ...] = ()  # words that show the complaint's reading is not this one
 
     def named_in(self, text: str) -> str | None:
         """The phrase of a complaint that names this reading, else None."""
+        if any(p.search(text) for p in self.unless):
+            return None
         for p in self.complaint:
             m = p.search(text)
             if m:
@@ -97,7 +100,8 @@ def tool(name: str) -> Tool:
 def pitfalls() -> dict[str, Pitfall]:
     return {pid: Pitfall(pid, row["title"], row["meaning"], row["fix"], row["source"], float(row["confidence"]),
                          tuple(re.compile(p if not p.isascii() else r"(?<!\w)" + p, re.I)
-                               for p in row.get("complaint", ())), tuple(row.get("needs", ())))
+                               for p in row.get("complaint", ())), tuple(row.get("needs", ())),
+                         tuple(re.compile(r"(?<!\w)" + p, re.I) for p in row.get("unless", ())))
             for pid, row in _table()["pitfall"].items()}
 
 

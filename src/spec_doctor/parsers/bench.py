@@ -172,6 +172,12 @@ def differences(a: BenchRun, b: BenchRun, defaults: dict[str, Any] | None = None
 
 # -- what keeps a run from carrying a verdict (knowledge/data/benchmarks.toml [pitfall.*]) -------------------------
 NATURAL = ("--dataset-name sharegpt", "--dataset-path ShareGPT_V3_unfiltered_cleaned_split.json")
+# The lines of a `vllm bench serve` result block (logparse BENCH_FIELD keys) that say what workload ran: the same
+# prompts give the same input token total (speculation changes no prompt; a tokenizer's rounding aside).
+RESULT_WORKLOAD = (("successful_requests", "successful requests"), ("maximum_request_concurrency", "maximum request "
+                   "concurrency"), ("request_rate_configured_rps", "request rate"), ("total_input_tokens", "total input "
+                   "tokens"))
+RESULT_TOLERANCE = 0.01
 _KEEP_FLAGS = ("model", "base_url", "host", "port", "endpoint", "backend", "tokenizer", "max_concurrency",
                "request_rate", "seed")
 
@@ -275,6 +281,21 @@ def flaws(runs: list[BenchRun], results: list[dict[str, Any]], version: Version 
         n = r.get("successful_requests")
         if isinstance(n, (int, float)) and 0 < n < min_prompts:
             add(Flaw("few-prompts", None, str(r.get("source")), f"Successful requests: {n:g}"))
+    # Two result blocks pasted side by side (with and without speculation): the same prompts give the same input
+    # token total whatever the server does (speculation changes no prompt), and the load is printed in the block.
+    blocks = [r for r in results if r.get("successful_requests") or r.get("total_input_tokens")]
+    for a_res, b_res in zip(blocks, blocks[1:], strict=False):
+        diff = []
+        for key, label in RESULT_WORKLOAD:
+            va, vb = a_res.get(key), b_res.get(key)
+            if va is not None and vb is not None and abs(va - vb) > RESULT_TOLERANCE * max(abs(va), abs(vb)):
+                diff.append(f"{label}: {va:g} vs {vb:g}")
+        if diff:
+            add(Flaw("unequal-runs", None, str(a_res.get("source")), "a benchmark result block",
+                     ((str(b_res.get("source")), "another result block"), ("the two results", "differ in "
+                                                                          + "; ".join(diff))),
+                     share=min(1.0, 0.25 * len(diff) + 0.25)))
+            break
     for i, a in enumerate(runs):
         if "unequal-runs" in found or not a.flags:
             break
