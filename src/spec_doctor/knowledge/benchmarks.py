@@ -111,15 +111,9 @@ def pitfall(pid: str) -> Pitfall:
 
 def dataset_kind(name: str | None) -> str | None:
     """'synthetic' or 'natural' for a benchmark dataset name (benchmarks.toml [datasets]); None when unknown."""
-    if not name:
-        return None
-    name = name.strip().lower()
     table = _table()["datasets"]
-    if name in table["synthetic"]:
-        return "synthetic"
-    if name in table["natural"]:
-        return "natural"
-    return None
+    key = (name or "").strip().lower()
+    return next((kind for kind in ("synthetic", "natural") if key and key in table[kind]), None)
 
 
 def datasets_source() -> str:
