@@ -134,3 +134,13 @@ def test_two_result_blocks_of_different_workloads():
 def test_itl_with_tpot_or_throughput_named_is_no_chunk_reading():
     assert named_pitfalls("ITL and TPOT both got worse with MTP", {"latency"}) == []
     assert named_pitfalls("ITL got worse and output throughput dropped with MTP", {"latency", "slowdown"}) == []
+
+
+def test_acceptance_rate_lower_at_a_larger_k_is_its_definition():
+    names = {p.id for p, _ in named_pitfalls(
+        "the acceptance rate dropped from 70% to 45% after I increased num_speculative_tokens from 2 to 5",
+        {"low-acceptance"})}
+    assert names == {"rate-falls-with-k"}
+    # a speed complaint with the larger K is k-too-large's, not a reading of the rate
+    assert named_pitfalls("with more speculative tokens the acceptance rate drops and throughput is lower",
+                          {"low-acceptance", "slowdown"}) == []
