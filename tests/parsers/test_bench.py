@@ -144,3 +144,26 @@ def test_acceptance_rate_lower_at_a_larger_k_is_its_definition():
     # a speed complaint with the larger K is k-too-large's, not a reading of the rate
     assert named_pitfalls("with more speculative tokens the acceptance rate drops and throughput is lower",
                           {"low-acceptance", "slowdown"}) == []
+
+
+def test_sharegpt_run_without_temperature_samples_by_the_release():
+    (run,) = _runs("sglang-13553-sharegpt.txt")
+    found = _flaws([run])
+    assert "random-prompts" not in found and "few-prompts" not in found
+    assert found["sampling"].share == 0.5  # greedy before 0.15, the server's default from 0.15
+    assert _flaws([run], Version("0.11.0")) == {}
+
+
+def test_a_long_log_keeps_the_benchmark_lines_it_holds():
+    from spec_doctor.parsers.logparse.summary import QUOTED_MAX_BYTES, parse_text
+
+    filler = "INFO 02-01 10:00:00 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, " \
+             "Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs\n"
+    dump = (BENCH / "dflash-133-namespace.txt").read_text().splitlines()[0]
+    text = filler * (QUOTED_MAX_BYTES // len(filler) + 10) + dump + "\n" + filler * 5
+    lf = parse_text(text, "long.log")
+    assert not lf.quoted
+    ((line, kept),) = lf.bench_lines
+    assert kept.startswith("Namespace(") and line == QUOTED_MAX_BYTES // len(filler) + 11
+    (run,) = runs_in_text(kept, f"long.log:{line}")
+    assert run.get("num_prompts") == 16
