@@ -285,16 +285,16 @@ def flaws(runs: list[BenchRun], results: list[dict[str, Any]], version: Version 
     # token total whatever the server does (speculation changes no prompt), and the load is printed in the block.
     blocks = [r for r in results if r.get("successful_requests") or r.get("total_input_tokens")]
     for a_res, b_res in zip(blocks, blocks[1:], strict=False):
-        diff = []
+        changed: list[str] = []
         for key, label in RESULT_WORKLOAD:
             va, vb = a_res.get(key), b_res.get(key)
             if va is not None and vb is not None and abs(va - vb) > RESULT_TOLERANCE * max(abs(va), abs(vb)):
-                diff.append(f"{label}: {va:g} vs {vb:g}")
-        if diff:
+                changed.append(f"{label}: {va:g} vs {vb:g}")
+        if changed:
             add(Flaw("unequal-runs", None, str(a_res.get("source")), "a benchmark result block",
                      ((str(b_res.get("source")), "another result block"), ("the two results", "differ in "
-                                                                          + "; ".join(diff))),
-                     share=min(1.0, 0.25 * len(diff) + 0.25)))
+                                                                          + "; ".join(changed))),
+                     share=min(1.0, 0.25 * len(changed) + 0.25)))
             break
     for i, a in enumerate(runs):
         if "unequal-runs" in found or not a.flags:
