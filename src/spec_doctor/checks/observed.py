@@ -21,7 +21,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
+from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity, clip
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
@@ -436,3 +436,102 @@ def acceptance(facts: Mapping[str, Any]) -> list[Finding]:
                         f"({j.shown})", tuple(ev),
                         data=data)] + _k_too_large(ctx, base)
     return []
+
+
+# -- observed.bench: can the benchmark behind the verdict carry it? -------------------------------------------------
+_BENCH_FINDINGS = {
+    "observed.bench.random-prompts": "the benchmark's prompts are random tokens: acceptance and speedup not representative",
+    "observed.bench.sampling": "the benchmark samples at a non-zero temperature by default",
+    "observed.bench.ignore-eos": "the benchmark forces generation past the end of sequence",
+    "observed.bench.few-prompts": "the benchmark ran too few prompts for a verdict",
+    "observed.bench.no-warmup": "the latency benchmark timed its first iterations (no warm-up)",
+    "observed.bench.unequal-runs": "the benchmark runs compared differ in their workload",
+    "observed.bench.reading": "the complaint's figure is a reading that cannot carry a speed verdict",
+}
+# The complaint classes whose verdict (slower, worse latency, low acceptance, a K that does worse) a benchmark reading
+# carries; with one of them, or figures the user measured, a flawed benchmark is what the verdict rests on.
+VERDICT_CLASSES = ("slowdown", "latency", "low-acceptance", "larger-k-worse")
+_LOOKUP = ("ngram", "[ngram]", "suffix", "ngram_gpu")
+
+
+def _bench_version(facts: Mapping[str, Any]) -> Version | None:
+    v = facts.get("vllm.version")
+    value = getattr(v, "value", v)
+    return value if isinstance(value, Version) else None
+
+
+@check("observed.bench", categories=["measurement", "high-temperature"], needs=["observed.bench"],
+       wants=["vllm.version", "config.deployment", "models.spec", "symptom.complaint", "observed.figures"],
+       findings=_BENCH_FINDINGS, sources=["knowledge/data/benchmarks.toml", "knowledge/data/taxonomy.md"])
+def bench_measurement(facts: Mapping[str, Any]) -> list[Finding]:
+    """Can the benchmark behind the user's verdict carry it? Random-token prompts, a benchmark that samples hot by
+    default, --ignore-eos, a handful of prompts, no warm-up, and two runs of different workloads each make a speed or
+    acceptance figure unrepresentative (knowledge/data/benchmarks.toml, each with its source); so do readings a
+    complaint names: the peak throughput and the ITL count streamed chunks, a client that counts chunks as tokens,
+    the engine's periodic throughput line, a baseline that is slow too. A warning when the verdict rests on it (a
+    complaint about speed, latency or acceptance, or measured figures), else a note; never an error, so it does not
+    outrank an evidenced crash or configuration error."""
+    from spec_doctor.knowledge.benchmarks import pitfall
+    from spec_doctor.parsers.bench import comparable_command, flaws
+
+    bench = facts["observed.bench"]
+    complaint = facts.get("symptom.complaint") or {}
+    classes = set(complaint.get("classes") or ())
+    figures = facts.get("observed.figures") or {}
+    measured = any(figures.get(k) is not None for k in ("speedup", "acceptance_rate", "acceptance_length")) \
+        or any(r.get("acceptance_rate") is not None for r in bench["results"])
+    spec = getattr(facts.get("config.deployment"), "speculative", None)
+    method = str(getattr(spec, "method", None) or getattr(facts.get("models.spec"), "method", None) or "").lower()
+    min_prompts = threshold("bench_min_prompts")
+    # Each pitfall seen: (pitfall id, evidence, confidence, the comparable command or None, named by the complaint).
+    seen: list[tuple[str, tuple[Evidence, ...], float, str | None, bool]] = []
+    for f in flaws(list(bench["runs"]), list(bench["results"]), _bench_version(facts), min_prompts):
+        conf = pitfall(f.pitfall).confidence * (0.5 + 0.5 * f.share)
+        if f.pitfall == "random-prompts" and method in _LOOKUP:
+            conf += 0.1  # a look-up drafter finds nothing to copy in random tokens
+        evidence = (Evidence(f.source, f.detail), *(Evidence(src, detail) for src, detail in f.basis))
+        command = comparable_command(f.run, int(4 * min_prompts)) if f.run is not None else None
+        seen.append((f.pitfall, evidence, conf, command, False))
+    # Readings the complaint's own words name (what the figure it quotes is), with the complaint they count for.
+    for pid, phrase in bench["named"]:
+        p = pitfall(pid)
+        if any(x[0] == pid for x in seen) or (p.needs and not classes & set(p.needs)):
+            continue
+        seen.append((pid, (Evidence("--symptom", f"the complaint's reading: \"{clip(phrase, 120)}\""),
+                           Evidence(p.source.split("; ")[0], "source")), p.confidence * 0.85, None, True))
+
+    def finding(members: list[tuple[str, tuple[Evidence, ...], float, str | None, bool]],
+                category: Category) -> Finding:
+        """One finding for the pitfalls of one category: one benchmark that cannot carry the verdict is one
+        diagnosis (led by its surest pitfall, the others its evidence), so it does not crowd the report."""
+        members = sorted(members, key=lambda m: -m[2])
+        lead_id, _, conf, _, named = members[0]
+        lead = pitfall(lead_id)
+        # The verdict rests on it: a complaint whose class a pitfall undermines (its `needs`; any verdict class when
+        # it has none), or figures the user measured.
+        rests = measured or any(classes & set(pitfall(m[0]).needs or VERDICT_CLASSES) for m in members)
+        severity = Severity.WARNING if rests else Severity.INFO
+        command = next((m[3] for m in members if m[3]), None)
+        others = [pitfall(m[0]).title.lower() for m in members[1:]]
+        title = lead.title + (" (named in your complaint)" if named else "") + \
+            (f"; also: {'; '.join(others)}" if others else "")
+        evidence = tuple(dict.fromkeys(e for m in members for e in (
+            *m[1], Evidence(f"knowledge/data/benchmarks.toml [pitfall.{m[0]}]", pitfall(m[0]).meaning))))
+        return Finding("observed.bench.reading" if named else f"observed.bench.{lead_id}", category, severity,
+                       round(min(conf + 0.05 * (len(members) - 1), 0.95), 3), title, evidence,
+                       Fix(" ".join(dict.fromkeys(pitfall(m[0]).fix + "." for m in members))
+                           + (" Run this against the server with and without speculation:" if command else ""),
+                           (command,) if command else ()),
+                       impact="the speed or acceptance verdict cannot rest on this measurement" if rests else
+                       "figures from this benchmark would not represent real traffic",
+                       impact_score=0.7 if rests else 0.3,
+                       data={"pitfalls": [m[0] for m in members], "rests_on_it": rests})
+
+    out: list[Finding] = []
+    measurement = [m for m in seen if m[0] != "sampling"]
+    if measurement:
+        out.append(finding(measurement, Category.MEASUREMENT))
+    sampling = [m for m in seen if m[0] == "sampling"]
+    if sampling:
+        out.append(finding(sampling, Category.HIGH_TEMPERATURE))
+    return out

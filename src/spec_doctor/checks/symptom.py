@@ -250,6 +250,33 @@ def _request_params(s: _Setup) -> Evidence | None:
     return None
 
 
+def _bench_flawed(s: _Setup) -> Evidence | None:
+    """The benchmark behind the complaint cannot carry its verdict: its invocation shows a pitfall of
+    knowledge/data/benchmarks.toml (random-token prompts, --ignore-eos, few prompts, no warm-up, two runs of different
+    workloads), or the complaint's own words name a reading that counts something else (the peak throughput or the
+    ITL per streamed chunk, a client counting chunks as tokens, the engine's 10-second throughput line, a baseline
+    slow too). A benchmark's hot default sampling is the temperature's (high-temperature), not this."""
+    from spec_doctor.knowledge.benchmarks import pitfall
+    from spec_doctor.parsers.bench import flaws
+
+    bench = s.facts.get("observed.bench")
+    if not bench:
+        return None
+    value = getattr(s.facts.get("vllm.version"), "value", s.facts.get("vllm.version"))
+    classes = set(s.complaint.get("classes") or ())
+    found = [f for f in flaws(list(bench["runs"]), list(bench["results"]),
+                              value if isinstance(value, Version) else None, threshold("bench_min_prompts"))
+             if f.pitfall != "sampling" and (not pitfall(f.pitfall).needs or classes & set(pitfall(f.pitfall).needs))]
+    if found:
+        f = found[0]
+        return Evidence(f.source, f"{pitfall(f.pitfall).title}: {clip(f.detail, 160)}")
+    for pid, phrase in bench.get("named") or ():
+        p = pitfall(pid)
+        if pid != "sampling" and (not p.needs or classes & set(p.needs)):
+            return Evidence("--symptom", f"{p.title}: \"{clip(phrase, 120)}\"")
+    return None
+
+
 CONDITIONS: dict[str, Condition] = {
     "acceptance-zero": _acceptance_zero, "acceptance-low": _acceptance_low, "temperature-hot": _temperature_hot,
     "measured-paying": _measured_paying,
@@ -257,7 +284,7 @@ CONDITIONS: dict[str, Condition] = {
     "first-token-worse": _first_token_worse, "long-prompts": _long_prompts,
     "complaint-high-load": _complaint_high_load, "draft-other-family": _draft_other_family,
     "separate-draft-model": _separate_draft_model, "method-not-in-release": _method_not_in_release,
-    "draft-large": _draft_large, "request-params": _request_params,
+    "draft-large": _draft_large, "request-params": _request_params, "bench-flawed": _bench_flawed,
 }
 
 
@@ -298,7 +325,7 @@ def _categories() -> list[str]:
 
 @check("symptom.differential", categories=_categories(), needs=["symptom.complaint"],
        wants=["config.deployment", "models.spec", "models.pair", "models.target", "observed.figures",
-              "logs.acceptance", "metrics.deltas", "vllm.version"],
+              "logs.acceptance", "metrics.deltas", "vllm.version", "observed.bench"],
        findings={**{f"symptom.{c}": f"the complaint ({c}) with this setup most often means this" for c in CLASSES},
                  "symptom.words": "a complaint no symptom class matches: its likely cause by the complaint prior"},
        sources=[f"knowledge/data/{SYMPTOMS_FILE}", "knowledge/data/taxonomy.md",

@@ -9,6 +9,7 @@ with less behind it (no absolute figures to check against the workload).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from spec_doctor.collectors.speedup import gpu_in_use
@@ -60,3 +61,54 @@ def observed_figures(store: FactStore) -> dict[str, Any]:
     if gpu is not None:
         out["gpu"], out["gpu_source"] = gpu
     return out
+
+
+def _log_runs(lf: Any) -> list[Any]:
+    """Benchmark invocations in one log: the plain lines of a short excerpt read together (a command continued over
+    lines with `\\`), else the lines the reader kept (summary.bench_lines)."""
+    from spec_doctor.parsers.bench import runs_in_text
+
+    display = getattr(lf, "display", "log")
+    quoted = getattr(lf, "quoted", None) or []
+    runs: list[Any] = []
+    if quoted:
+        numbers = [n for n, _ in quoted]
+        text = "\n".join(t for _, t in quoted)
+        for r in runs_in_text(text, display):
+            head = r.text[:40]
+            line = next((n for n, t in quoted if head and head in t), numbers[0])
+            runs.append(replace(r, source=f"{display}:{line}"))
+    seen = {r.text[:200] for r in runs}
+    for line, text in getattr(lf, "bench_lines", None) or []:
+        for r in runs_in_text(text, f"{display}:{line}"):
+            if r.text[:200] not in seen:
+                seen.add(r.text[:200])
+                runs.append(r)
+    return runs
+
+
+@provides("observed.bench")
+def observed_bench(store: FactStore) -> dict[str, Any]:
+    """The benchmark runs the inputs show (parsers/bench.py): invocations in --cmd, in a log and in the complaint;
+    the `vllm bench serve` result blocks of the logs; and the pitfalls the complaint's own words name
+    (knowledge/data/benchmarks.toml `complaint`). ``{"runs": [BenchRun], "results": [dict], "named": [(pitfall id,
+    phrase)]}``."""
+    from spec_doctor.knowledge.benchmarks import named_pitfalls
+    from spec_doctor.parsers.bench import runs_in_text
+
+    inputs = store.inputs
+    runs: list[Any] = []
+    if inputs.cmd:
+        runs += runs_in_text(inputs.cmd, "--cmd")
+    results: list[dict[str, Any]] = []
+    for lf in store.maybe("logs.files") or []:
+        runs += _log_runs(lf)
+        for b in getattr(lf, "bench", None) or []:
+            results.append({**b, "source": f"{lf.display}:{b['line']}-{b.get('last_line', b['line'])}"})
+    symptoms = [str(s) for s in (getattr(inputs, "symptoms", ()) or ())]
+    for text in symptoms:
+        runs += runs_in_text(text, "--symptom")
+    named = [(p.id, phrase) for text in symptoms for p, phrase in named_pitfalls(text)]
+    if not runs and not results and not named:
+        raise FactUnavailable("no benchmark invocation, result or benchmark reading in the inputs")
+    return {"runs": runs, "results": results, "named": list(dict.fromkeys(named))}

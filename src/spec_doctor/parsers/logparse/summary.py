@@ -25,6 +25,13 @@ from spec_doctor.parsers.logparse.signatures import Signature, load_signatures
 
 MAX_WINDOWS = 2048
 MAX_HITS_KEPT = 3
+# A benchmark's invocation or its printed arguments on a plain line (parsers/bench.py reads them; the tools are
+# those of knowledge/data/benchmarks.toml): kept as text, at most this many lines of at most this many characters.
+BENCH_HINT = re.compile(r"bench|Namespace\(", re.I)
+BENCH_INVOCATION = re.compile(r"\bbench\s+(?:serve|throughput|latency)\b|\bbenchmark_(?:serving|throughput|latency)\.py\b"
+                              r"|Namespace\([^)]{0,400}?\b(?:bench_type|num_prompts)=", re.I)
+MAX_BENCH_LINES = 10
+BENCH_LINE_CHARS = 20000
 MAX_CONFIG_LINES = 20
 MAX_ERA_TEXTS = 400  # records kept for the version-era text signals (start-up lines come first)
 _CUM_DAYS = (0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334)
@@ -365,6 +372,8 @@ class LogFile:
     spec_timing: Sourced | None = None  # V0 SpecDecodeWorker stage times (last)
     # `vllm bench serve` result blocks pasted into the log: [{"source", "line", field: number}]
     bench: list = field(default_factory=list)
+    # benchmark invocations and argument dumps (parsers/bench.py): [(line, text)], at most MAX_BENCH_LINES
+    bench_lines: list = field(default_factory=list)
     error: str | None = None  # set when the file could not be used (unreadable, empty, binary)
     # vLLM's own warnings/errors and tracebacks (events.py); `finish()` closes a traceback cut off at the end
     ev: EventReader = field(default_factory=EventReader)
@@ -466,6 +475,9 @@ class LogFile:
         origin = (rec.prefix, rec.pid)
         if rec.level is None and ("usage: " in msg or ": error: " in msg) and self._argparse_line(lineno, msg):
             return
+        if rec.level is None and len(self.bench_lines) < MAX_BENCH_LINES and BENCH_HINT.search(msg) \
+                and BENCH_INVOCATION.search(msg):
+            self.bench_lines.append((lineno, msg[:BENCH_LINE_CHARS]))
         if rec.level is None and self._offline_line(lineno, rec, msg):
             return
         sp = L.parse_spec(msg)
@@ -848,7 +860,10 @@ CONTEXT = {b"Serving Benchmark Result": 40, b"WARNING ": 1, b"cceptance length |
 # A log this short is an excerpt from a report: its plain lines (no vLLM header) are read too (quoted_lines).
 QUOTED_MAX_BYTES = 64 * 1024
 QUOTED_MAX_LINES = 400
-BENCH_NEEDLES = (b"throughput (tok/s)", b"TTFT (ms)", b"TPOT (ms)", b"Successful requests")
+BENCH_NEEDLES = (b"throughput (tok/s)", b"TTFT (ms)", b"TPOT (ms)", b"Successful requests",
+                 # a benchmark's own invocation or argument dump (parsers/bench.py)
+                 b"bench serve", b"bench throughput", b"bench latency", b"benchmark_serving", b"benchmark_throughput",
+                 b"benchmark_latency", b"bench_type=")
 NEEDLES = L.NEEDLES + (b"Traceback", b'File "', b"Exception", b"Assertion `", b"Per-position acceptance rate: ",
                           b"Mean acceptance length: ", b"Avg Draft acceptance rate: ",
                           b"ccepted tokens", b"ccepted_tokens",
