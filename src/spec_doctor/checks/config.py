@@ -19,8 +19,9 @@ from spec_doctor.engine.model import STARTUP, Category, Evidence, Finding, Fix, 
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge.acceptance import model_free
 from spec_doctor.knowledge.data import threshold, thresholds
-from spec_doctor.knowledge.deployment import DeploymentConfig
+from spec_doctor.knowledge.deployment import DeploymentConfig, speculative_config_flag
 from spec_doctor.knowledge.fixes import allowed_draft_tp, plan_fix
+from spec_doctor.knowledge.inactive import misdetected_eagle3, skip_row
 from spec_doctor.knowledge.models import is_head_name, names_no_checkpoint
 from spec_doctor.knowledge.platforms import cuda_graphs_apply, refusal
 from spec_doctor.knowledge.specdata import (
@@ -232,7 +233,7 @@ def _too_new(cfg: DeploymentConfig, version: Version, vsrc: str) -> list[Finding
 
 # ---------------------------------------------------------------------------------------------------
 
-@check("config.spec-keys", categories=[Category.CONFIG_DEPRECATED], needs=["config.deployment"],
+@check("config.spec-keys", categories=[Category.CONFIG_DEPRECATED, Category.SPEC_INACTIVE], needs=["config.deployment"],
        wants=["vllm.version", "models.target", "models.draft"], sources=[SIGNALS],
        findings={
            "config.spec-keys.invalid": "a key that is not a --speculative-config key (e.g. tensor_parallel_size)",
@@ -242,6 +243,8 @@ def _too_new(cfg: DeploymentConfig, version: Version, vsrc: str) -> list[Finding
            "config.spec-keys.not-yet": "a key newer than the release",
            "config.spec-keys.unknown": "a key spec-doctor does not know",
            "config.spec-keys.implicit-method": "no \"method\": vLLM guesses it from the draft",
+           "config.spec-keys.misdetected": "no \"method\": the release's name test runs an EAGLE-3 head as "
+                                           "EAGLE-1 or as a draft model (0.8.2-0.10.1)",
            "config.spec-keys.method-renamed": "a method name vLLM rewrites (deepseek_mtp -> mtp)",
            "config.spec-keys.speculators-dropped": "a speculators-format checkpoint: releases before 0.21 rebuild the "
                                                    "speculative config from it and drop --speculative-config keys",
@@ -324,8 +327,10 @@ def spec_keys(facts: Mapping[str, Any]) -> list[Finding]:
                                evidence=ev, fix=Fix("Check the key name against `vllm serve --help=speculative`"
                                                     " of your release.", ("vllm serve --help=all",)),
                                impact="the setting takes effect", impact_score=0.3, data={"key": key}))
+    misdetected = _misdetected(cfg, version, vsrc)
+    out.extend(misdetected)
     if spec.method_origin.startswith("inferred") and spec.model and not looks_like_ngram_typo(spec.model) \
-            and not spec.legacy and spec.method not in ("ngram",):
+            and not spec.legacy and spec.method not in ("ngram",) and not misdetected:
         # The guess matters when it runs a drafter head as something else: a head by its name (an MTP, EAGLE or
         # assistant checkpoint) guessed to be a generic draft model. A plain draft model guessed as draft_model is
         # what the user meant (the release's support for draft models is config.method's to judge).
@@ -360,6 +365,34 @@ def spec_keys(facts: Mapping[str, Any]) -> list[Finding]:
                 fix=Fix(f"Use \"method\": \"{new}\":", _fix_cmds(cfg, version)), impact="no deprecation warning",
                 impact_score=0.05))
     return out
+
+
+def _misdetected(cfg: DeploymentConfig, version: Version | None, vsrc: str) -> list[Finding]:
+    """An EAGLE-3 head given as "model" with no "method", in a release whose name test runs it as something else
+    (knowledge/data/inactive.toml skip "eagle3-name"): EAGLE-1 for an "eagle3-" name in 0.8.5-0.10.1, a separate
+    draft model for other EAGLE-3 names before 0.10.2 -- not the drafter the checkpoint is."""
+    spec = cfg.speculative
+    assert spec is not None
+    if version is None or not spec.method_origin.startswith("inferred") or not isinstance(spec.model, str) \
+            or spec.legacy:
+        return []
+    hit = misdetected_eagle3(spec.model, version)
+    if hit is None:
+        return []
+    runs_as, source = hit
+    row = skip_row("eagle3-name")
+    consequence = ("the EAGLE-1 model class is built from an EAGLE-3 checkpoint (its weights do not fit: a load "
+                   "error, or drafts that are never accepted)" if runs_as == "eagle" else
+                   "it is run as a separate draft model: V0 (0.8.x-0.9.x falls back to it) or refused "
+                   "(0.10.x: draft models are not supported on V1 before 0.15)")
+    return [Finding(
+        "config.spec-keys.misdetected", Category.SPEC_INACTIVE, Severity.WARNING, 0.8,
+        f"No \"method\": vLLM {version} runs {spec.model!r} as '{runs_as}', not as the EAGLE-3 head its name says",
+        evidence=(_spec_ev(cfg), _ver_ev(version, vsrc), Evidence(source, f"vLLM {row['versions']}: {row['effect']}")),
+        fix=Fix("Name the method, so vLLM builds the EAGLE-3 drafter:",
+                (speculative_config_flag(spec, spec.num_speculative_tokens or 3, method="eagle3"),)),
+        impact=f"the EAGLE-3 head runs as trained instead of as '{runs_as}': {consequence}",
+        impact_score=0.8, data={"runs_as": runs_as, "stage": STARTUP if runs_as == "eagle" else None})]
 
 
 def _speculators_format(ref: str | None, model: Any) -> str | None:
