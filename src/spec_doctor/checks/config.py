@@ -7,6 +7,7 @@ vLLM version is unknown, version-gated findings say so and carry a lower confide
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping
@@ -705,7 +706,7 @@ _REFUSED_FEATURES: tuple[tuple[str, str, str, Any], ...] = (
 )
 
 
-_NEUTRAL = {"frequency_penalty": 0.0, "presence_penalty": 0.0, "repetition_penalty": 1.0, "min_p": 0.0}
+_NEUTRAL = {"frequency_penalty": 0.0, "presence_penalty": 0.0, "repetition_penalty": 1.0, "min_p": 0.0, "top_p": 1.0}
 
 
 def _set_params(gen: Mapping[str, Any], params: list[str]) -> dict[str, Any]:
@@ -717,6 +718,8 @@ def _set_params(gen: Mapping[str, Any], params: list[str]) -> dict[str, Any]:
             continue
         if p in _NEUTRAL and isinstance(v, (int, float)) and abs(float(v) - _NEUTRAL[p]) < 1e-6:
             continue
+        if p == "top_k" and isinstance(v, (int, float)) and v <= 0:
+            continue  # -1 (and 0 from 0.10) mean "all tokens"
         found[p] = v
     return found
 
@@ -724,7 +727,9 @@ def _set_params(gen: Mapping[str, Any], params: list[str]) -> dict[str, Any]:
 def _sampling_defaults(facts: Mapping[str, Any], cfg: DeploymentConfig, version: Version | None, vev: Evidence,
                        ends: tuple[Version, Version] | None) -> list[Finding]:
     """Server-wide sampling defaults speculation cannot serve (methods.toml "sampling-defaults"): n-gram drafts
-    skipped for penalised/min_p/logprobs requests (0.9.2-0.13), min_p/logit_bias requests rejected (0.17+)."""
+    skipped for penalised/min_p/logprobs requests (0.8.0-0.13; top_p/top_k too in 0.8.0-0.8.1; suffix decoding
+    0.11.1-0.13), min_p/logit_bias requests rejected (0.17+). One finding per effect: with the release unknown, the
+    first rule of the effect that the defaults meet speaks for the range."""
     spec = cfg.speculative
     gen = cfg.args.get("override_generation_config")
     if spec is None or gen is None:
@@ -738,10 +743,19 @@ def _sampling_defaults(facts: Mapping[str, Any], cfg: DeploymentConfig, version:
         return []
     out: list[Finding] = []
     rules, partly = _range_rules("sampling-defaults", version, ends, spec.method)
+    done: set[str] = set()
     for rule in rules:
         hit = _set_params(gen, rule["params"])
-        if not hit:
+        if not hit or rule["effect"] in done:
             continue
+        if rule.get("needs_env"):
+            var, _, value = str(rule["needs_env"]).partition("=")
+            if str(cfg.env.get(var)) != value:
+                continue  # the release runs this method on V0 here, which drafts for every request
+        done.add(rule["effect"])
+        kept = {k: v for k, v in gen.items() if k not in hit}
+        fix_cmd = (f"--override-generation-config '{json.dumps(kept)}'" if kept else
+                   "drop --override-generation-config")
         known = version is not None and not partly
         names = ", ".join(f"{k}={v!r}" for k, v in hit.items())
         skipped = rule["effect"] == "skipped"
@@ -753,13 +767,13 @@ def _sampling_defaults(facts: Mapping[str, Any], cfg: DeploymentConfig, version:
             Category.SPEC_INACTIVE if skipped else Category.CONFIG_UNSUPPORTED_COMBO,
             Severity.WARNING if skipped or not known else Severity.ERROR,
             _scaled(facts, 0.8) if known else _scaled(facts, 0.6) if partly else UNKNOWN_VERSION_CONFIDENCE,
-            (f"Server-wide {names}: {where} drafts nothing for such requests, so n-gram speculation is off for "
-             "every request that keeps these defaults" if skipped else
+            (f"Server-wide {names}: {where} drafts nothing for such requests, so {spec.method} speculation is off "
+             "for every request that keeps these defaults" if skipped else
              f"Server-wide {names}: {where} rejects every request that keeps it while speculation is on"),
             evidence=(Evidence(cfg.source_of("override_generation_config"), f"override_generation_config: {names}"),
                       _spec_ev(cfg), vev, Evidence(rule["source"], rule["message"])),
             fix=Fix("Drop these defaults from --override-generation-config (or serve such requests without "
-                    "speculation):", ()),
+                    "speculation):", (fix_cmd,)),
             impact="speculation serves the requests" if skipped else "requests are answered",
             impact_score=0.7, data={"params": sorted(hit), "effect": rule["effect"]}))
     return out
@@ -801,7 +815,8 @@ def _ran(facts: Mapping[str, Any]) -> str | None:
            "config.parallel.multi-step": "multi-step scheduling (--num-scheduler-steps > 1) with speculation",
            "config.parallel.async-scheduling": "--async-scheduling with a method the release's async path lacks",
            "config.parallel.logits-processors": "custom --logits-processors, which V1 refuses with speculation",
-           "config.parallel.sampling-skipped": "server-wide penalties/min_p/logprobs: no n-gram drafts (0.9.2-0.13)",
+           "config.parallel.sampling-skipped": "server-wide penalties/min_p/logprobs: no n-gram/suffix drafts "
+                                               "(0.8.0-0.13)",
            "config.parallel.sampling-rejected": "server-wide min_p/logit_bias: requests rejected with spec (0.17+)",
            "config.parallel.v2-block-manager": "speculation without --use-v2-block-manager on 0.4.1-0.6.2",
        })
