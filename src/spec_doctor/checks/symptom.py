@@ -218,7 +218,7 @@ def _spec_unconfirmed(s: _Setup) -> Evidence | None:
             return Evidence(str(f.spec_off), "the engine started with speculative_config=None")
     files = list(s.facts.get("logs.files") or [])
     traffic = sum(st.traffic_windows for f in files for st in f.stats_streams)
-    if files and traffic >= threshold("silent_min_traffic_windows") and not v1_quiet \
+    if files and traffic >= threshold("inactive_min_traffic_windows") and not v1_quiet \
             and not any(f.spec_streams or getattr(f, "spec_timing", None) for f in files):
         return Evidence("; ".join(st.lines_range() for f in files for st in f.stats_streams),
                         f"{traffic} stats windows that generated tokens and no spec-decode metrics line")

