@@ -12,10 +12,10 @@ from typing import Any
 
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
 from spec_doctor.engine.registry import check
-from spec_doctor.knowledge.inactive import silent_release
 from spec_doctor.knowledge import acceptance as acc
 from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
+from spec_doctor.knowledge.inactive import silent_release
 from spec_doctor.knowledge.release_bugs import generic_bug
 from spec_doctor.knowledge.temperature import hot_sampling
 from spec_doctor.parsers.promparse import EngineDelta, Gauges, MetricsWindow, metric_names, per_model
