@@ -4,6 +4,7 @@ fixtures/vllm-cpu/scenarios/) and real command lines."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -196,3 +197,50 @@ def test_no_speedup_complaint_with_a_speculating_log_is_not_spec_inactive():
                       symptoms=["no speedup at all, same speed as without speculation"])
     sym = [f for f in found.values() if f.data.get("complaint")]
     assert sym and "spec-unconfirmed" not in sym[0].data["rules"]
+
+
+# -- the draft's context (V0) --------------------------------------------------------------------------------
+
+def _model(tmp_path, name: str, positions: int, **extra) -> str:
+    d = tmp_path / name
+    d.mkdir()
+    conf = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": 32000,
+            "max_position_embeddings": positions, **extra}
+    (d / "config.json").write_text(json.dumps(conf))
+    return str(d)
+
+
+LEGACY = "vllm serve {target} --speculative-model {draft} --num-speculative-tokens 4"
+CONFIG = ("vllm serve {target} --speculative-config "
+          "'{{\"method\": \"draft_model\", \"model\": \"{draft}\", \"num_speculative_tokens\": 4}}'")
+
+
+@pytest.mark.parametrize("version,form,fires", [
+    ("0.6.3", LEGACY, True), ("0.9.2", CONFIG, True), ("0.15.0", CONFIG, False),
+    (None, LEGACY, True),    # the V0 flags say a release of 0.8.2 or older (config.flags)
+    (None, CONFIG, False),   # the release is unknown: V1 does not skip, so nothing is said
+])
+def test_v0_draft_shorter_than_the_served_context_skips_long_sequences(tmp_path, version, form, fires):
+    # The context lengths of JackFram/llama-68m (max_position_embeddings 2048) and meta-llama/Llama-2-7b-chat-hf (4096),
+    # two models of vLLM's own V0 spec-decode tests (tests/spec_decode/e2e/test_multistep_correctness.py@v0.6.3, whose
+    # test_skip_speculation checks this very path with speculative_max_model_len=32).
+    target, draft = _model(tmp_path, "target", 4096), _model(tmp_path, "draft", 2048)
+    inputs = Inputs(cmd=form.format(target=target, draft=draft), target=target, draft=draft, vllm_version=version)
+    preset = {"vllm.version": Sourced(Version(version), "--vllm-version")} if version else {}
+    store, _ = build_store(inputs, preset=preset)
+    found = {f.id: f for f in diagnose(inputs, only=["pair.draft-context"], store=store).findings}
+    assert ("pair.draft-context.v0-skip" in found) is fires
+    if fires:
+        f = found["pair.draft-context.v0-skip"]
+        assert f.data == {"draft_context": 2048, "served_context": 4096}
+        assert "--max-model-len 2048" in f.fix.commands[0]
+
+
+def test_a_draft_with_rope_scaling_or_a_long_enough_context_is_not_judged(tmp_path):
+    target = _model(tmp_path, "target", 4096)
+    for name, draft in (("scaled", _model(tmp_path, "scaled", 2048, rope_scaling={"type": "linear", "factor": 2.0})),
+                        ("long", _model(tmp_path, "long", 4096))):
+        inputs = Inputs(cmd=f"vllm serve {target} --speculative-model {draft} --num-speculative-tokens 4",
+                        target=target, draft=draft, vllm_version="0.6.3")
+        store, _ = build_store(inputs, preset={"vllm.version": Sourced(Version("0.6.3"), "--vllm-version")})
+        assert not diagnose(inputs, only=["pair.draft-context"], store=store).findings, name
