@@ -244,3 +244,12 @@ def test_a_draft_with_rope_scaling_or_a_long_enough_context_is_not_judged(tmp_pa
                         target=target, draft=draft, vllm_version="0.6.3")
         store, _ = build_store(inputs, preset={"vllm.version": Sourced(Version("0.6.3"), "--vllm-version")})
         assert not diagnose(inputs, only=["pair.draft-context"], store=store).findings, name
+
+
+@pytest.mark.parametrize("version,rejected", [("0.13.0", False), ("0.14.0", True), ("0.16.0", True), ("0.17.0", False)])
+def test_min_tokens_defaults_are_refused_only_in_0_14_to_0_16(version, rejected):
+    cmd = ("vllm serve Qwen/Qwen3-8B --speculative-config '{\"method\": \"eagle3\", \"model\": "
+           "\"AngelSlim/Qwen3-8B_eagle3\", \"num_speculative_tokens\": 3}' --override-generation-config '{\"min_tokens\": 8}'")
+    assert ("config.parallel.sampling-rejected" in _diagnose(cmd=cmd, version=version, only=["config"])) is rejected
+    one = cmd.replace("\"min_tokens\": 8", "\"min_tokens\": 1")
+    assert "config.parallel.sampling-rejected" not in _diagnose(cmd=one, version="0.14.0", only=["config"])

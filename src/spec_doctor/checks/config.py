@@ -720,6 +720,8 @@ def _set_params(gen: Mapping[str, Any], params: list[str]) -> dict[str, Any]:
             continue
         if p == "top_k" and isinstance(v, (int, float)) and v <= 0:
             continue  # -1 (and 0 from 0.10) mean "all tokens"
+        if p == "min_tokens" and isinstance(v, (int, float)) and v <= 1:
+            continue  # vLLM refuses min_tokens > 1 only (input_processor.py@v0.14.0:163)
         found[p] = v
     return found
 
@@ -817,7 +819,8 @@ def _ran(facts: Mapping[str, Any]) -> str | None:
            "config.parallel.logits-processors": "custom --logits-processors, which V1 refuses with speculation",
            "config.parallel.sampling-skipped": "server-wide penalties/min_p/logprobs: no n-gram/suffix drafts "
                                                "(0.8.0-0.13)",
-           "config.parallel.sampling-rejected": "server-wide min_p/logit_bias: requests rejected with spec (0.17+)",
+           "config.parallel.sampling-rejected": "server-wide min_p/logit_bias (0.14-0.16 also min_tokens > 1): "
+                                                "requests rejected with spec (0.14+)",
            "config.parallel.v2-block-manager": "speculation without --use-v2-block-manager on 0.4.1-0.6.2",
        })
 def parallel(facts: Mapping[str, Any]) -> list[Finding]:
