@@ -253,3 +253,15 @@ def test_min_tokens_defaults_are_refused_only_in_0_14_to_0_16(version, rejected)
     assert ("config.parallel.sampling-rejected" in _diagnose(cmd=cmd, version=version, only=["config"])) is rejected
     one = cmd.replace("\"min_tokens\": 8", "\"min_tokens\": 1")
     assert "config.parallel.sampling-rejected" not in _diagnose(cmd=one, version="0.14.0", only=["config"])
+
+
+@pytest.mark.parametrize("text,hit", [
+    ("speculative decoding does not seem to be active", True), ("the draft model is not being used", True),
+    ("SpecDecoding metrics: Accepted: 0 tokens, Drafted: 0 tokens", True), ("number of drafts stays at 0", True),
+    ("the ngram proposer never proposes anything", True), ("it falls back to V0", True),
+    ("the draft model is not slow", False), ("eagle3 did not improve throughput", False),
+])
+def test_complaints_that_speculation_does_not_run_are_read_as_such(text, hit):
+    from spec_doctor.parsers.symptom import classify
+
+    assert ("no-metrics" in classify(text).classes) is hit
