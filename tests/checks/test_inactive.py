@@ -265,3 +265,13 @@ def test_complaints_that_speculation_does_not_run_are_read_as_such(text, hit):
     from spec_doctor.parsers.symptom import classify
 
     assert ("no-metrics" in classify(text).classes) is hit
+
+
+def test_the_v0_start_up_line_about_a_shorter_draft_is_the_observed_side_of_it(tmp_path):
+    # vLLM's own text (vllm/spec_decode/spec_decode_worker.py@v0.9.2:238-241), printed at start-up.
+    log = tmp_path / "v0.log"
+    log.write_text("INFO 10-17 09:12:44 spec_decode_worker.py:199] [Speculative Decoding] Disabling MQA scorer as the "
+                   "draft model max_model_len is smaller than the target model max_model_len.\n")
+    found = _diagnose(logs=[log], cmd="vllm serve meta-llama/Llama-2-7b-chat-hf --speculative-model JackFram/llama-68m "
+                                      "--num-speculative-tokens 4", only=["logs"])
+    assert found["logs.errors.v0-draft-context-shorter"].category.value == "spec-inactive"
