@@ -647,7 +647,8 @@ def _positive_int(value: Any) -> int | None:
 
 def _context(conf: dict[str, Any]) -> int | None:
     """config.json's max_position_embeddings (of the text config), None when absent or extended by rope_scaling."""
-    text = conf.get("text_config") if isinstance(conf.get("text_config"), dict) else conf
+    nested = conf.get("text_config")
+    text: dict[str, Any] = nested if isinstance(nested, dict) else conf
     if text.get("rope_scaling"):
         return None  # vLLM derives a longer limit from the scaling factor: not judged
     return _positive_int(text.get("max_position_embeddings"))
