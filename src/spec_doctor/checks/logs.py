@@ -791,6 +791,8 @@ def silent(facts: Mapping[str, Any]) -> list[Finding]:
     method = (_spec_method(facts) or "").lower()
     no_draft_ok = method in ("ngram", "[ngram]", "suffix", "ngram_gpu")
     version = _version(facts)
+    dep = facts.get("config.deployment")
+    spec = getattr(dep, "speculative", None) if dep is not None else None
     out: list[Finding] = []
     for f in files:
         if f.spec_off and configured and configured != f.spec_config:
@@ -799,7 +801,9 @@ def silent(facts: Mapping[str, Any]) -> list[Finding]:
                                (Evidence(f.spec_off, "speculative_config=None in the engine config"),
                                 Evidence(str(configured), "speculation configured here")),
                                Fix("Check the flag reached the server (spelling, JSON quoting).",
-                                   ("--speculative-config '{\"method\": \"<method>\", \"model\": \"<draft>\", "
+                                   (speculative_config_flag(spec, getattr(spec, "num_speculative_tokens", None) or 3)
+                                    if spec is not None and getattr(spec, "raw", None) else
+                                    "--speculative-config '{\"method\": \"<method>\", \"model\": \"<draft>\", "
                                     "\"num_speculative_tokens\": 3}'",)), impact_score=0.8))
         for s in f.spec_streams:
             if s.traffic_after_spec >= threshold("silent_min_traffic_windows") and not no_draft_ok:
@@ -836,8 +840,6 @@ def silent(facts: Mapping[str, Any]) -> list[Finding]:
             if defaults:
                 row = skip_row("ngram-defaults")
                 ev.append(Evidence(row["source"], row["effect"]))
-            dep = facts.get("config.deployment")
-            spec = getattr(dep, "speculative", None) if dep is not None else None
             out.append(Finding("logs.silent.no-spec-lines", Category.SPEC_INACTIVE, Severity.WARNING, conf,
                                f"Speculation is configured but no spec metrics line appears in {traffic} stats "
                                f"window(s) with generation",
