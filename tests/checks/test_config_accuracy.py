@@ -166,7 +166,9 @@ def test_server_wide_sampling_defaults_speculation_cannot_serve():
     minp = gen_cmd("eagle3", '{"min_p": 0.05}')
     r = run(minp, "0.20.0")["config.parallel.sampling-rejected"]
     assert r.severity is Severity.ERROR and r.category is Category.CONFIG_UNSUPPORTED_COMBO
-    assert "config.parallel.sampling-rejected" not in run(minp, "0.16.0")
+    # 0.14.0-0.16.x refuse it too, in vllm/v1/engine/input_processor.py@v0.14.0:161-167 (with min_tokens > 1); 0.13 not
+    assert run(minp, "0.16.0")["config.parallel.sampling-rejected"].severity is Severity.ERROR
+    assert "config.parallel.sampling-rejected" not in run(minp, "0.13.0")
     drafted = {"logs.acceptance": [{"source": "vllm.log:9", "drafted": 500, "accepted": 200}]}
     assert "config.parallel.sampling-skipped" not in run(pen, "0.11.0", **drafted)
 

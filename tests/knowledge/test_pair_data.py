@@ -56,7 +56,7 @@ def test_sizing_rules_are_sane():
 def test_pair_checks_declare_their_findings():
     cat = discover()
     checks = {c.id: c for c in cat.checks if c.id.startswith("pair.")}
-    assert set(checks) == {"pair.vocab", "pair.size", "pair.quantization", "pair.fit"}
+    assert set(checks) == {"pair.vocab", "pair.size", "pair.quantization", "pair.fit", "pair.draft-context"}
     for c in checks.values():
         assert c.findings and all(fid.startswith(c.id + ".") for fid, _ in c.findings)
         assert c.doc and c.sources

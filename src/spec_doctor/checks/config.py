@@ -7,6 +7,7 @@ vLLM version is unknown, version-gated findings say so and carry a lower confide
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping
@@ -19,8 +20,9 @@ from spec_doctor.engine.model import STARTUP, Category, Evidence, Finding, Fix, 
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge.acceptance import model_free
 from spec_doctor.knowledge.data import threshold, thresholds
-from spec_doctor.knowledge.deployment import DeploymentConfig
+from spec_doctor.knowledge.deployment import DeploymentConfig, speculative_config_flag
 from spec_doctor.knowledge.fixes import allowed_draft_tp, plan_fix
+from spec_doctor.knowledge.inactive import misdetected_eagle3, skip_row
 from spec_doctor.knowledge.models import is_head_name, names_no_checkpoint
 from spec_doctor.knowledge.platforms import cuda_graphs_apply, refusal
 from spec_doctor.knowledge.specdata import (
@@ -232,7 +234,7 @@ def _too_new(cfg: DeploymentConfig, version: Version, vsrc: str) -> list[Finding
 
 # ---------------------------------------------------------------------------------------------------
 
-@check("config.spec-keys", categories=[Category.CONFIG_DEPRECATED], needs=["config.deployment"],
+@check("config.spec-keys", categories=[Category.CONFIG_DEPRECATED, Category.SPEC_INACTIVE], needs=["config.deployment"],
        wants=["vllm.version", "models.target", "models.draft"], sources=[SIGNALS],
        findings={
            "config.spec-keys.invalid": "a key that is not a --speculative-config key (e.g. tensor_parallel_size)",
@@ -242,6 +244,8 @@ def _too_new(cfg: DeploymentConfig, version: Version, vsrc: str) -> list[Finding
            "config.spec-keys.not-yet": "a key newer than the release",
            "config.spec-keys.unknown": "a key spec-doctor does not know",
            "config.spec-keys.implicit-method": "no \"method\": vLLM guesses it from the draft",
+           "config.spec-keys.misdetected": "no \"method\": the release's name test runs an EAGLE-3 head as "
+                                           "EAGLE-1 or as a draft model (0.8.2-0.10.1)",
            "config.spec-keys.method-renamed": "a method name vLLM rewrites (deepseek_mtp -> mtp)",
            "config.spec-keys.speculators-dropped": "a speculators-format checkpoint: releases before 0.21 rebuild the "
                                                    "speculative config from it and drop --speculative-config keys",
@@ -324,8 +328,10 @@ def spec_keys(facts: Mapping[str, Any]) -> list[Finding]:
                                evidence=ev, fix=Fix("Check the key name against `vllm serve --help=speculative`"
                                                     " of your release.", ("vllm serve --help=all",)),
                                impact="the setting takes effect", impact_score=0.3, data={"key": key}))
+    misdetected = _misdetected(cfg, version, vsrc)
+    out.extend(misdetected)
     if spec.method_origin.startswith("inferred") and spec.model and not looks_like_ngram_typo(spec.model) \
-            and not spec.legacy and spec.method not in ("ngram",):
+            and not spec.legacy and spec.method not in ("ngram",) and not misdetected:
         # The guess matters when it runs a drafter head as something else: a head by its name (an MTP, EAGLE or
         # assistant checkpoint) guessed to be a generic draft model. A plain draft model guessed as draft_model is
         # what the user meant (the release's support for draft models is config.method's to judge).
@@ -360,6 +366,34 @@ def spec_keys(facts: Mapping[str, Any]) -> list[Finding]:
                 fix=Fix(f"Use \"method\": \"{new}\":", _fix_cmds(cfg, version)), impact="no deprecation warning",
                 impact_score=0.05))
     return out
+
+
+def _misdetected(cfg: DeploymentConfig, version: Version | None, vsrc: str) -> list[Finding]:
+    """An EAGLE-3 head given as "model" with no "method", in a release whose name test runs it as something else
+    (knowledge/data/inactive.toml skip "eagle3-name"): EAGLE-1 for an "eagle3-" name in 0.8.5-0.10.1, a separate
+    draft model for other EAGLE-3 names before 0.10.2 -- not the drafter the checkpoint is."""
+    spec = cfg.speculative
+    assert spec is not None
+    if version is None or not spec.method_origin.startswith("inferred") or not isinstance(spec.model, str) \
+            or spec.legacy:
+        return []
+    hit = misdetected_eagle3(spec.model, version)
+    if hit is None:
+        return []
+    runs_as, source = hit
+    row = skip_row("eagle3-name")
+    consequence = ("the EAGLE-1 model class is built from an EAGLE-3 checkpoint (its weights do not fit: a load "
+                   "error, or drafts that are never accepted)" if runs_as == "eagle" else
+                   "it is run as a separate draft model: V0 (0.8.x-0.9.x falls back to it) or refused "
+                   "(0.10.x: draft models are not supported on V1 before 0.15)")
+    return [Finding(
+        "config.spec-keys.misdetected", Category.SPEC_INACTIVE, Severity.WARNING, 0.8,
+        f"No \"method\": vLLM {version} runs {spec.model!r} as '{runs_as}', not as the EAGLE-3 head its name says",
+        evidence=(_spec_ev(cfg), _ver_ev(version, vsrc), Evidence(source, f"vLLM {row['versions']}: {row['effect']}")),
+        fix=Fix("Name the method, so vLLM builds the EAGLE-3 drafter:",
+                (speculative_config_flag(spec, spec.num_speculative_tokens or 3, method="eagle3"),)),
+        impact=f"the EAGLE-3 head runs as trained instead of as '{runs_as}': {consequence}",
+        impact_score=0.8, data={"runs_as": runs_as, "stage": STARTUP if runs_as == "eagle" else None})]
 
 
 def _speculators_format(ref: str | None, model: Any) -> str | None:
@@ -672,7 +706,7 @@ _REFUSED_FEATURES: tuple[tuple[str, str, str, Any], ...] = (
 )
 
 
-_NEUTRAL = {"frequency_penalty": 0.0, "presence_penalty": 0.0, "repetition_penalty": 1.0, "min_p": 0.0}
+_NEUTRAL = {"frequency_penalty": 0.0, "presence_penalty": 0.0, "repetition_penalty": 1.0, "min_p": 0.0, "top_p": 1.0}
 
 
 def _set_params(gen: Mapping[str, Any], params: list[str]) -> dict[str, Any]:
@@ -684,6 +718,10 @@ def _set_params(gen: Mapping[str, Any], params: list[str]) -> dict[str, Any]:
             continue
         if p in _NEUTRAL and isinstance(v, (int, float)) and abs(float(v) - _NEUTRAL[p]) < 1e-6:
             continue
+        if p == "top_k" and isinstance(v, (int, float)) and v <= 0:
+            continue  # -1 (and 0 from 0.10) mean "all tokens"
+        if p == "min_tokens" and isinstance(v, (int, float)) and v <= 1:
+            continue  # vLLM refuses min_tokens > 1 only (input_processor.py@v0.14.0:163)
         found[p] = v
     return found
 
@@ -691,7 +729,9 @@ def _set_params(gen: Mapping[str, Any], params: list[str]) -> dict[str, Any]:
 def _sampling_defaults(facts: Mapping[str, Any], cfg: DeploymentConfig, version: Version | None, vev: Evidence,
                        ends: tuple[Version, Version] | None) -> list[Finding]:
     """Server-wide sampling defaults speculation cannot serve (methods.toml "sampling-defaults"): n-gram drafts
-    skipped for penalised/min_p/logprobs requests (0.9.2-0.13), min_p/logit_bias requests rejected (0.17+)."""
+    skipped for penalised/min_p/logprobs requests (0.8.0-0.13; top_p/top_k too in 0.8.0-0.8.1; suffix decoding
+    0.11.1-0.13), min_p/logit_bias requests rejected (0.17+). One finding per effect: with the release unknown, the
+    first rule of the effect that the defaults meet speaks for the range."""
     spec = cfg.speculative
     gen = cfg.args.get("override_generation_config")
     if spec is None or gen is None:
@@ -705,10 +745,19 @@ def _sampling_defaults(facts: Mapping[str, Any], cfg: DeploymentConfig, version:
         return []
     out: list[Finding] = []
     rules, partly = _range_rules("sampling-defaults", version, ends, spec.method)
+    done: set[str] = set()
     for rule in rules:
         hit = _set_params(gen, rule["params"])
-        if not hit:
+        if not hit or rule["effect"] in done:
             continue
+        if rule.get("needs_env"):
+            var, _, value = str(rule["needs_env"]).partition("=")
+            if str(cfg.env.get(var)) != value:
+                continue  # the release runs this method on V0 here, which drafts for every request
+        done.add(rule["effect"])
+        kept = {k: v for k, v in gen.items() if k not in hit}
+        fix_cmd = (f"--override-generation-config '{json.dumps(kept)}'" if kept else
+                   "drop --override-generation-config")
         known = version is not None and not partly
         names = ", ".join(f"{k}={v!r}" for k, v in hit.items())
         skipped = rule["effect"] == "skipped"
@@ -720,13 +769,13 @@ def _sampling_defaults(facts: Mapping[str, Any], cfg: DeploymentConfig, version:
             Category.SPEC_INACTIVE if skipped else Category.CONFIG_UNSUPPORTED_COMBO,
             Severity.WARNING if skipped or not known else Severity.ERROR,
             _scaled(facts, 0.8) if known else _scaled(facts, 0.6) if partly else UNKNOWN_VERSION_CONFIDENCE,
-            (f"Server-wide {names}: {where} drafts nothing for such requests, so n-gram speculation is off for "
-             "every request that keeps these defaults" if skipped else
+            (f"Server-wide {names}: {where} drafts nothing for such requests, so {spec.method} speculation is off "
+             "for every request that keeps these defaults" if skipped else
              f"Server-wide {names}: {where} rejects every request that keeps it while speculation is on"),
             evidence=(Evidence(cfg.source_of("override_generation_config"), f"override_generation_config: {names}"),
                       _spec_ev(cfg), vev, Evidence(rule["source"], rule["message"])),
             fix=Fix("Drop these defaults from --override-generation-config (or serve such requests without "
-                    "speculation):", ()),
+                    "speculation):", (fix_cmd,)),
             impact="speculation serves the requests" if skipped else "requests are answered",
             impact_score=0.7, data={"params": sorted(hit), "effect": rule["effect"]}))
     return out
@@ -768,8 +817,10 @@ def _ran(facts: Mapping[str, Any]) -> str | None:
            "config.parallel.multi-step": "multi-step scheduling (--num-scheduler-steps > 1) with speculation",
            "config.parallel.async-scheduling": "--async-scheduling with a method the release's async path lacks",
            "config.parallel.logits-processors": "custom --logits-processors, which V1 refuses with speculation",
-           "config.parallel.sampling-skipped": "server-wide penalties/min_p/logprobs: no n-gram drafts (0.9.2-0.13)",
-           "config.parallel.sampling-rejected": "server-wide min_p/logit_bias: requests rejected with spec (0.17+)",
+           "config.parallel.sampling-skipped": "server-wide penalties/min_p/logprobs: no n-gram/suffix drafts "
+                                               "(0.8.0-0.13)",
+           "config.parallel.sampling-rejected": "server-wide min_p/logit_bias (0.14-0.16 also min_tokens > 1): "
+                                                "requests rejected with spec (0.14+)",
            "config.parallel.v2-block-manager": "speculation without --use-v2-block-manager on 0.4.1-0.6.2",
        })
 def parallel(facts: Mapping[str, Any]) -> list[Finding]:

@@ -16,6 +16,7 @@ from spec_doctor.knowledge import acceptance as acc
 from spec_doctor.knowledge.crashes import stage_of_source
 from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
+from spec_doctor.knowledge.inactive import silent_release, skip_row
 from spec_doctor.knowledge.release_bugs import generic_bug, symptom_bugs
 from spec_doctor.knowledge.temperature import hot_sampling
 
@@ -704,7 +705,64 @@ def _batch_fix(version, k: int | None) -> Fix:
 
 
 # -- logs.silent ---------------------------------------------------------------------------------
-MIN_TRAFFIC_WITHOUT_SPEC = 6  # ~1 minute of V1 stats windows
+def _engine_of(f: Any) -> str | None:
+    """"v0" / "v1": the engine that wrote this log, from its engine-config line or its stats lines' format."""
+    eng = getattr(getattr(f, "engine", None), "value", None)
+    if eng in ("v0", "v1"):
+        return str(eng)
+    formats = {fmt for s in f.stats_streams for fmt in s.stats_formats}
+    if formats == {"v0"}:
+        return "v0"
+    return "v1" if formats else None
+
+
+def _lookup_defaults(facts: Mapping[str, Any]) -> bool:
+    """An ngram config that sets neither prompt_lookup_min nor prompt_lookup_max (vLLM then uses 5 and 5)."""
+    dep = facts.get("config.deployment")
+    spec = getattr(dep, "speculative", None) if dep is not None else None
+    raw = getattr(spec, "raw", None) or {}
+    if not raw or spec is None or str(spec.method or "").lower() not in ("ngram", "[ngram]", "ngram_gpu"):
+        return False
+    keys = {str(k).replace("ngram_", "") for k in raw}
+    return not keys & {"prompt_lookup_min", "prompt_lookup_max"}
+
+
+def _batch_disabled(facts: Mapping[str, Any], files: list[Any], version: Any) -> list[Finding]:
+    """V0 honours disable_by_batch_size: the step whose running queue reaches it runs without speculation, and every
+    request in that batch never speculates again (inactive.toml skip "v0-batch-size")."""
+    dep = facts.get("config.deployment")
+    spec = getattr(dep, "speculative", None) if dep is not None else None
+    limit = getattr(spec, "disable_by_batch_size", None)
+    row = skip_row("v0-batch-size")
+    if not limit or _in(version, row["versions"]) is False:
+        return []
+    out: list[Finding] = []
+    for f in files:
+        if _engine_of(f) != "v0":
+            continue
+        for s in f.stats_streams:
+            if s.max_running < limit:
+                continue
+            first = next((w.line for w in s.windows if w.stats is not None and (w.stats.running or 0) >= limit), None)
+            where = f"{f.display}:{first}" if first is not None else s.lines_range()
+            bigger = s.max_running + 1
+            cmd = ("--speculative-disable-by-batch-size " + str(bigger) if getattr(spec, "legacy", False) else
+                   speculative_config_flag(spec, getattr(spec, "num_speculative_tokens", None) or 3,
+                                           disable_by_batch_size=bigger))
+            out.append(Finding(
+                "logs.silent.batch-disabled", Category.SPEC_INACTIVE, Severity.WARNING, 0.75,
+                f"The V0 engine switched speculation off: {s.max_running} requests ran at once, at or above "
+                f"disable_by_batch_size={limit}",
+                (Evidence(getattr(spec, "source", None) or "config", f"disable_by_batch_size={limit}"),
+                 Evidence(where, f"V0 stats line with {s.max_running if first is None else '>= ' + str(limit)} "
+                                 "running requests"),
+                 Evidence(row["source"], row["effect"])),
+                Fix("Raise disable_by_batch_size above the concurrency you want speculated (or drop it); the "
+                    "requests that were running when it tripped never speculate again", (cmd,)),
+                impact="the requests of that batch (and every step at that load) decode without speculation",
+                impact_score=0.7, data={"disable_by_batch_size": limit, "max_running": s.max_running}))
+            break
+    return out
 
 
 @check("logs.silent", categories=["spec-inactive", "measurement"], needs=["logs.files"],
@@ -712,18 +770,29 @@ MIN_TRAFFIC_WITHOUT_SPEC = 6  # ~1 minute of V1 stats windows
        findings={"logs.silent.no-spec-lines": "speculation is configured but no spec metrics line appears while serving",
                  "logs.silent.spec-stopped": "spec metrics stop appearing while the server keeps generating",
                  "logs.silent.spec-config-none": "the engine started with speculative_config=None",
-                 "logs.silent.no-stats": "speculation is configured but the log has no periodic stats to judge it"},
-       sources=[SIGNALS, "https://github.com/vllm-project/vllm/blob/v0.9.2/vllm/engine/arg_utils.py"])
+                 "logs.silent.no-stats": "speculation is configured but the log has no periodic stats to judge it",
+                 "logs.silent.batch-disabled": "V0 turned speculation off: the running batch reached "
+                                               "disable_by_batch_size",
+                 "logs.silent.release-prints-none": "a V1 release (0.7.3-0.8.2) that prints no spec metrics: their "
+                                                    "absence says nothing"},
+       sources=[SIGNALS, "https://github.com/vllm-project/vllm/blob/v0.9.2/vllm/engine/arg_utils.py",
+                "knowledge/data/inactive.toml"])
 def silent(facts: Mapping[str, Any]) -> list[Finding]:
     """Silent degradation: speculation configured but not running, or stopping after start-up.
 
-    vLLM prints a spec metrics line every stats interval that had drafts (V1 skips intervals without any,
-    which ngram/suffix can have legitimately); `--disable-log-stats` removes every periodic line.
+    What a speculating server prints depends on the engine and release (knowledge/data/inactive.toml
+    [[evidence]]): V0 a `Speculative metrics` line per stats interval (0.4.1-0.9.2); V1 nothing before 0.8.3, then a
+    `SpecDecoding metrics` line per interval, skipped from 0.9.0 for intervals without drafts (which ngram/suffix
+    can have legitimately); an idle interval is logged at DEBUG (0.8.5+) and `--disable-log-stats` removes every
+    periodic line. V0 also switches speculation off for good at disable_by_batch_size.
     """
     files = _files(facts)
     configured = _spec_configured(facts)
     method = (_spec_method(facts) or "").lower()
     no_draft_ok = method in ("ngram", "[ngram]", "suffix", "ngram_gpu")
+    version = _version(facts)
+    dep = facts.get("config.deployment")
+    spec = getattr(dep, "speculative", None) if dep is not None else None
     out: list[Finding] = []
     for f in files:
         if f.spec_off and configured and configured != f.spec_config:
@@ -732,10 +801,12 @@ def silent(facts: Mapping[str, Any]) -> list[Finding]:
                                (Evidence(f.spec_off, "speculative_config=None in the engine config"),
                                 Evidence(str(configured), "speculation configured here")),
                                Fix("Check the flag reached the server (spelling, JSON quoting).",
-                                   ("--speculative-config '{\"method\": \"<method>\", \"model\": \"<draft>\", "
+                                   (speculative_config_flag(spec, getattr(spec, "num_speculative_tokens", None) or 3)
+                                    if spec is not None and getattr(spec, "raw", None) else
+                                    "--speculative-config '{\"method\": \"<method>\", \"model\": \"<draft>\", "
                                     "\"num_speculative_tokens\": 3}'",)), impact_score=0.8))
         for s in f.spec_streams:
-            if s.traffic_after_spec >= MIN_TRAFFIC_WITHOUT_SPEC and not no_draft_ok:
+            if s.traffic_after_spec >= threshold("silent_min_traffic_windows") and not no_draft_ok:
                 out.append(Finding("logs.silent.spec-stopped", Category.SPEC_INACTIVE, Severity.WARNING, 0.6,
                                    f"Spec metrics stop after line {s.last_spec_line} while the server keeps "
                                    f"generating ({s.traffic_after_spec} windows)",
@@ -743,21 +814,45 @@ def silent(facts: Mapping[str, Any]) -> list[Finding]:
                                              f"{s.traffic_after_spec} stats windows with generation and no spec line"),),
                                    Fix("Look for errors or a restart after that line; compare the config of the later run.",
                                        ("grep -n -E 'ERROR|WARNING|SpecDecoding' vllm.log",)), impact_score=0.7))
+    if configured:
+        out.extend(_batch_disabled(facts, files, version))
     spec_any = any(f.spec_streams for f in files)
     if configured and not spec_any:
         traffic = sum(s.traffic_windows for f in files for s in f.stats_streams)
-        if traffic:
+        engines = {_engine_of(f) for f in files if f.stats_streams}
+        quiet = silent_release("v1", version) if engines == {"v1"} else None
+        if traffic and quiet is not None:
+            out.append(Finding("logs.silent.release-prints-none", Category.MEASUREMENT, Severity.INFO, 0.7,
+                               f"vLLM {version}'s V1 engine prints no speculative-decoding metrics: the log cannot "
+                               "show whether speculation ran",
+                               (Evidence(quiet["source"], "no SpecDecoding line and no vllm:spec_decode_* counter in "
+                                                          f"V1 {quiet['versions']}"),),
+                               Fix("Compare the output throughput with and without speculation on the same "
+                                   "workload, or upgrade to 0.8.3+ for its SpecDecoding metrics line.",
+                                   ("vllm bench serve ...  # once with, once without --speculative-config",)),
+                               impact_score=0.2, data={"traffic_windows": traffic}))
+        elif traffic:
             conf = 0.45 if no_draft_ok else 0.7
             src = "; ".join(s.lines_range() for f in files for s in f.stats_streams)
+            defaults = no_draft_ok and _lookup_defaults(facts)
+            ev = [Evidence(str(configured), "speculation configured"),
+                  Evidence(src, "periodic stats lines, no SpecDecoding/Speculative metrics line")]
+            if defaults:
+                row = skip_row("ngram-defaults")
+                ev.append(Evidence(row["source"], row["effect"]))
             out.append(Finding("logs.silent.no-spec-lines", Category.SPEC_INACTIVE, Severity.WARNING, conf,
                                f"Speculation is configured but no spec metrics line appears in {traffic} stats "
                                f"window(s) with generation",
-                               (Evidence(str(configured), "speculation configured"),
-                                Evidence(src, "periodic stats lines, no SpecDecoding/Speculative metrics line")),
-                               Fix("Confirm the server really speculates: look for the spec config in the engine "
-                                   "config line and for drafter loading at start-up.",
-                                   ("grep -n -E 'speculative_config|drafter|SpecDecoding' vllm.log",)),
-                               impact_score=0.8, data={"traffic_windows": traffic, "method": method or None}))
+                               tuple(ev),
+                               Fix("Give the n-gram lookup shorter matches (neither prompt_lookup_min nor "
+                                   "prompt_lookup_max is set, so both are 5)", (speculative_config_flag(
+                                       spec, getattr(spec, "num_speculative_tokens", None) or 3,
+                                       prompt_lookup_min=2, prompt_lookup_max=4),)) if defaults and spec is not None
+                               else Fix("Confirm the server really speculates: look for the spec config in the engine "
+                                        "config line and for drafter loading at start-up.",
+                                        ("grep -n -E 'speculative_config|drafter|SpecDecoding' vllm.log",)),
+                               impact_score=0.8, data={"traffic_windows": traffic, "method": method or None,
+                                                       "lookup_defaults": defaults}))
         elif not any(f.stats_streams or f.spec_timing for f in files) and any(f.records for f in files) \
                 and not any(f.crashed_before_serving for f in files):
             # (V0's periodic `SpecDecodeWorker stage times` line is spec-decode stats too: it is printed only

@@ -15,6 +15,7 @@ from spec_doctor.engine.registry import check
 from spec_doctor.knowledge import acceptance as acc
 from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
+from spec_doctor.knowledge.inactive import silent_release
 from spec_doctor.knowledge.release_bugs import generic_bug
 from spec_doctor.knowledge.temperature import hot_sampling
 from spec_doctor.parsers.promparse import EngineDelta, Gauges, MetricsWindow, metric_names, per_model
@@ -227,10 +228,12 @@ def window(facts: Mapping[str, Any]) -> list[Finding]:
     return out
 
 
-@check("metrics.spec-active", categories=["spec-inactive"], needs=["metrics.deltas"],
-       wants=["config.deployment"], timeout_s=_TIMEOUT_S,
+@check("metrics.spec-active", categories=["spec-inactive", "measurement"], needs=["metrics.deltas"],
+       wants=["config.deployment", "vllm.version"], timeout_s=_TIMEOUT_S,
        findings={
            "metrics.spec-active.missing": "the server exposes no spec-decode counters: speculation is off there",
+           "metrics.spec-active.release-exports-none": "vLLM 0.7.3-0.8.2: V1 exports no spec-decode counters, so "
+                                                       "their absence cannot tell",
            "metrics.spec-active.stalled": "spec-decode counters did not move while tokens were generated",
            "metrics.spec-active.partial": "speculation ran for under half of the generated tokens",
        }, sources=[_SPEC_METRICS])
@@ -248,7 +251,20 @@ def spec_active(facts: Mapping[str, Any]) -> list[Finding]:
     for w, d in _spec_windows(facts):
         gen_ev = _counter_evidence(w, d, ("generation_tokens",))
         if not d.has_spec_counters:
-            if spec is not None:
+            version = getattr(facts.get("vllm.version"), "value", facts.get("vllm.version"))
+            quiet = silent_release("v1", version) if spec is not None else None
+            if quiet is not None:
+                out.append(Finding(
+                    "metrics.spec-active.release-exports-none", Category.MEASUREMENT, Severity.INFO, 0.7,
+                    f"vLLM {version} exports no spec-decode counters from its V1 engine: /metrics cannot show whether "
+                    "speculation runs",
+                    evidence=(Evidence(w.after_source, "no vllm:spec_decode_* samples"),
+                              Evidence(quiet["source"], f"V1 {quiet['versions']}: no spec-decode counters")),
+                    fix=Fix("Compare the throughput with and without speculation on the same workload, or upgrade "
+                            "to 0.8.3+ (V1 spec-decode counters)", ("pip install -U 'vllm>=0.8.3'",)),
+                    impact="A judgement of speculation from /metrics", impact_score=0.2,
+                    data={"endpoint": w.endpoint, "model": d.model}))
+            elif spec is not None:
                 out.append(Finding(
                     "metrics.spec-active.missing", Category.SPEC_INACTIVE, Severity.ERROR, 0.85,
                     "Speculation is configured but the server exposes no spec-decode counters",

@@ -10,10 +10,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge.data import threshold
+from spec_doctor.knowledge.inactive import skip_row
 from spec_doctor.knowledge.models import CARD_BASIS, DRAFT_MODEL, HEAD, MODEL_FREE, card_by_id, knowledge, method_family
 from spec_doctor.knowledge.specdata import is_mtp_method
 from spec_doctor.parsers.model_dir import ModelInfo, PairInfo
@@ -630,3 +632,68 @@ def fit_check(facts: Mapping[str, Any]) -> list[Finding]:
                 impact="checks that need these files were limited", impact_score=0.2,
                 data={"role": m.role, "problems": probs}))
     return out
+
+
+# -- pair.draft-context ------------------------------------------------------------------------------------------
+def _positive_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value > 0 else None
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip()) or None
+    return None
+
+
+def _context(conf: dict[str, Any]) -> int | None:
+    """config.json's max_position_embeddings (of the text config), None when absent or extended by rope_scaling."""
+    nested = conf.get("text_config")
+    text: dict[str, Any] = nested if isinstance(nested, dict) else conf
+    if text.get("rope_scaling"):
+        return None  # vLLM derives a longer limit from the scaling factor: not judged
+    return _positive_int(text.get("max_position_embeddings"))
+
+
+@check("pair.draft-context", categories=["spec-inactive"], needs=["models.draft", "vllm.version"],
+       wants=["models.target", "config.deployment"],
+       findings={"pair.draft-context.v0-skip": "V0: a draft with a shorter context than the server's gets no drafts "
+                                               "for longer sequences"},
+       sources=["knowledge/data/inactive.toml"])
+def draft_context(facts: Mapping[str, Any]) -> list[Finding]:
+    """A V0 draft model (or EAGLE head) whose context is shorter than what the server serves: V0's proposer stops
+    drafting for a sequence once its length + K reaches the draft's max_model_len (inactive.toml skip
+    "v0-draft-context"), so long requests decode without speculation. V1 does not read the draft's limit."""
+    row = skip_row("v0-draft-context")
+    version = _version(facts)
+    if version is None or Version(version.base_version) not in SpecifierSet(row["versions"]):
+        return []
+    dep = facts.get("config.deployment")
+    spec = getattr(dep, "speculative", None)
+    if spec is not None and spec.method not in row["methods"]:
+        return []
+    draft: ModelInfo = facts["models.draft"]
+    draft_len = _context(draft.config or {})
+    raw = getattr(spec, "raw", None) or {}
+    args = getattr(dep, "args", None) or {}
+    capped = _positive_int(raw.get("max_model_len")) or _positive_int(args.get("speculative_max_model_len"))
+    if capped is not None and (draft_len is None or capped < draft_len):
+        draft_len, why = capped, "speculative max_model_len"
+    else:
+        why = f"{draft.config_source}: max_position_embeddings"
+    served, served_src = _positive_int(args.get("max_model_len")), "--max-model-len"
+    target = facts.get("models.target")
+    if served is None and target is not None:
+        served, served_src = _context(getattr(target, "config", None) or {}), "the target's config.json"
+    if draft_len is None or served is None or draft_len >= served:
+        return []
+    return [Finding(
+        "pair.draft-context.v0-skip", Category.SPEC_INACTIVE, Severity.WARNING, 0.7,
+        f"vLLM {version} drafts nothing for a sequence once it nears the draft's {draft_len} tokens; the server serves "
+        f"up to {served}",
+        (Evidence(why, f"the draft's context: {draft_len} tokens"),
+         Evidence(served_src, f"served context: {served} tokens"),
+         Evidence(row["source"], row["effect"])),
+        Fix("Use a draft with the target's context length, or serve no longer than the draft reads:",
+            (f"--max-model-len {draft_len}",)),
+        impact="requests longer than the draft's context are speculated", impact_score=0.6,
+        data={"draft_context": draft_len, "served_context": served})]

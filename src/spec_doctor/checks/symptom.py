@@ -25,6 +25,7 @@ from spec_doctor.engine.registry import check
 from spec_doctor.knowledge import complaint_prior
 from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.deployment import speculative_config_flag
+from spec_doctor.knowledge.inactive import silent_release
 from spec_doctor.knowledge.models import DRAFT_MODEL, method_family
 from spec_doctor.knowledge.observed import (
     collapsed_under,
@@ -37,6 +38,7 @@ from spec_doctor.knowledge.specdata import method_support
 from spec_doctor.knowledge.symptoms import CLASSES, SYMPTOMS_FILE, SymptomClass, rule_confidence_gain, symptom_classes
 from spec_doctor.knowledge.symptoms import table as symptom_table
 from spec_doctor.knowledge.temperature import HOT_TEMPERATURE
+from spec_doctor.parsers.promparse import per_model
 from spec_doctor.parsers.symptom import classify, matches
 
 _OFF = "remove --speculative-config (plain decoding)"
@@ -277,6 +279,35 @@ def _bench_flawed(s: _Setup) -> Evidence | None:
     return None
 
 
+def _spec_unconfirmed(s: _Setup) -> Evidence | None:
+    """Speculation is configured, yet the run the user gave shows it serving without speculating: a log with stats
+    windows that generated and no spec-decode line, a log whose engine started with speculative_config=None, or
+    /metrics without spec-decode counters or with none drafted while tokens were generated -- in a release that
+    prints them (knowledge/data/inactive.toml [[evidence]])."""
+    if s.spec is None:
+        return None
+    v1_quiet = silent_release("v1", s.version) is not None
+    for f in s.facts.get("logs.files") or []:
+        if getattr(f, "spec_off", None):
+            return Evidence(str(f.spec_off), "the engine started with speculative_config=None")
+    files = list(s.facts.get("logs.files") or [])
+    traffic = sum(st.traffic_windows for f in files for st in f.stats_streams)
+    if files and traffic >= threshold("inactive_min_traffic_windows") and not v1_quiet \
+            and not any(f.spec_streams or getattr(f, "spec_timing", None) for f in files):
+        return Evidence("; ".join(st.lines_range() for f in files for st in f.stats_streams),
+                        f"{traffic} stats windows that generated tokens and no spec-decode metrics line")
+    for w in s.facts.get("metrics.deltas") or []:
+        if not getattr(w, "has_vllm", False):
+            continue
+        for d in per_model(w):
+            if not d.has_spec_counters and not v1_quiet:
+                return Evidence(w.after_source, "/metrics has no vllm:spec_decode_* counter")
+            drafts = d.num_drafts if d.num_drafts is not None else d.num_draft_tokens
+            if d.has_spec_counters and drafts == 0 and (d.generation_tokens or 0) >= threshold("min_generation_tokens"):
+                return Evidence(w.after_source, f"0 drafts while {d.generation_tokens:.0f} tokens were generated")
+    return None
+
+
 CONDITIONS: dict[str, Condition] = {
     "acceptance-zero": _acceptance_zero, "acceptance-low": _acceptance_low, "temperature-hot": _temperature_hot,
     "measured-paying": _measured_paying,
@@ -285,6 +316,7 @@ CONDITIONS: dict[str, Condition] = {
     "complaint-high-load": _complaint_high_load, "draft-other-family": _draft_other_family,
     "separate-draft-model": _separate_draft_model, "method-not-in-release": _method_not_in_release,
     "draft-large": _draft_large, "request-params": _request_params, "bench-flawed": _bench_flawed,
+    "spec-unconfirmed": _spec_unconfirmed,
 }
 
 
@@ -325,7 +357,7 @@ def _categories() -> list[str]:
 
 @check("symptom.differential", categories=_categories(), needs=["symptom.complaint"],
        wants=["config.deployment", "models.spec", "models.pair", "models.target", "observed.figures",
-              "logs.acceptance", "metrics.deltas", "vllm.version", "observed.bench"],
+              "logs.acceptance", "logs.files", "metrics.deltas", "vllm.version", "observed.bench"],
        findings={**{f"symptom.{c}": f"the complaint ({c}) with this setup most often means this" for c in CLASSES},
                  "symptom.words": "a complaint no symptom class matches: its likely cause by the complaint prior"},
        sources=[f"knowledge/data/{SYMPTOMS_FILE}", "knowledge/data/taxonomy.md",
