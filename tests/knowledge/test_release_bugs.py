@@ -197,7 +197,8 @@ def test_generic_meaning_of_a_dead_drafter() -> None:
 
 @pytest.mark.parametrize("name", kb.CONDITIONS)
 def test_every_condition_is_described(name: str) -> None:
-    want: object = ["x"] if name == "flags_set" else {"a": "b"} if name in ("flag_prefix", "env", "spec_min") else 2
+    keyed = ("flag_prefix", "flag_not_prefix", "env", "spec_min")
+    want: object = ["x"] if name == "flags_set" else {"a": "b"} if name in keyed else 2
     assert kb.describe_condition(name, want) != name
 
 
