@@ -236,3 +236,65 @@ def test_notes_of_rows_whose_conditions_show_come_first() -> None:
     assert "spec-cudagraph-capture-sizes-too-small" in {f.data["bug"] for f in notes}
     lead = next(f for f in merge_findings(notes) if f.id == "releasebugs.release.note")
     assert shown[[f.data["bug"] for f in notes].index(lead.data["bug"])]
+
+
+# -- rows of the 2026-12-06 batch: the text a user pastes names the row ------------------------------------------
+DSV3_EAGLE3 = ("vllm serve deepseek-ai/DeepSeek-V3 -tp 8 --speculative-config "
+               "'{\"method\":\"eagle3\",\"model\":\"some/deepseek-eagle3\",\"num_speculative_tokens\":3}'")
+QWEN3_MOE_EAGLE3 = ("vllm serve Qwen/Qwen3-30B-A3B --speculative-config "
+                    "'{\"method\":\"eagle3\",\"model\":\"some/qwen3-moe-eagle3\",\"num_speculative_tokens\":3}'")
+QWEN3_EAGLE3 = QWEN3_MOE_EAGLE3.replace("Qwen3-30B-A3B", "Qwen3-8B")
+
+
+def _log(tmp_path: Path, version: str, *lines: str) -> str:
+    p = tmp_path / "vllm.log"
+    p.write_text("\n".join([f"INFO 04-01 10:00:01 [api_server.py:1043] vLLM API server version {version}", *lines])
+                 + "\n")
+    return str(p)
+
+
+def _matched(facts: dict[str, Any]) -> dict[str, Finding]:
+    return {f.data["bug"]: f for f in _run(facts) if f.id == "releasebugs.symptom.match"}
+
+
+def test_a_pasted_pydantic_allowlist_error_names_the_target_support_row(tmp_path: Path) -> None:
+    log = _log(tmp_path, "0.16.0", "Traceback (most recent call last):",
+               '  File "/usr/local/lib/python3.12/dist-packages/vllm/engine/arg_utils.py", line 1520, in '
+               "create_speculative_config",
+               "pydantic_core._pydantic_core.ValidationError: 1 validation error for SpeculativeConfig",
+               "  Value error, Eagle3 is only supported for ['llama', 'qwen', 'minicpm', 'gpt_oss'] models. Got "
+               "self.target_model_config.hf_text_config.model_type='deepseek_v3' [type=value_error, "
+               "input_value=ArgsKwargs((), {}), input_type=ArgsKwargs]")
+    f = _matched(_facts(cmd=DSV3_EAGLE3, logs=[log]))["eagle3-deepseek-kimi-not-allowlisted"]
+    assert f.severity is Severity.ERROR and f.data["matched"] == "exact" and f.data["fixed_in"] == "0.18.0"
+    assert "eagle3-deepseek-kimi-not-allowlisted" not in _matched(_facts(cmd=DSV3_EAGLE3, logs=[log],
+                                                                         vllm_version="0.18.0"))
+
+
+def test_the_interface_runtime_error_names_the_architecture_row_only(tmp_path: Path) -> None:
+    log = _log(tmp_path, "0.11.0", "ERROR 04-01 10:00:05 [core.py:708] Traceback (most recent call last):",
+               'ERROR 04-01 10:00:05 [core.py:708]   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/'
+               'gpu_model_runner.py", line 2648, in load_model',
+               "ERROR 04-01 10:00:05 [core.py:708] RuntimeError: Model does not support EAGLE3 interface but "
+               "aux_hidden_state_outputs was requested")
+    assert "eagle3-qwen3-moe-target-no-interface" in _matched(_facts(cmd=QWEN3_MOE_EAGLE3, logs=[log]))
+    assert "eagle3-qwen3-moe-target-no-interface" not in _matched(_facts(cmd=QWEN3_EAGLE3, logs=[log]))  # dense Qwen3
+
+
+def test_an_error_line_alone_names_the_structured_output_row(tmp_path: Path) -> None:
+    """The row names no exception class: the ERROR line xgrammar logs is enough (the traceback after it is bare)."""
+    log = _log(tmp_path, "0.13.0", "ERROR 01-08 23:05:23 [backend_xgrammar.py:180] Failed to advance FSM for request "
+                                   "5-849fcee3 for tokens 330. Please file an issue.")
+    found = _matched(_facts(cmd=QWEN3_EAGLE3, logs=[log]))
+    assert "spec-structured-output-preempted-stale-drafts" in found
+    assert found["spec-structured-output-preempted-stale-drafts"].data["fixed_in"] == "0.14.0"
+    assert "spec-structured-output-preempted-stale-drafts" not in _matched(
+        _facts(cmd=QWEN3_EAGLE3, logs=[_log(tmp_path, "0.14.0", "ERROR 01-08 23:05:23 [backend_xgrammar.py:180] "
+                                                                "Failed to advance FSM for request 1 for tokens 2.")]))
+
+
+def test_a_not_supported_complaint_names_the_allowlist_row() -> None:
+    facts = _facts(cmd=DSV3_EAGLE3, vllm_version="0.17.0",
+                   symptoms=("vLLM says eagle3 is not supported for this model",))
+    found = _complaint(_run(facts))
+    assert len(found) == 1 and "eagle3-deepseek-kimi-not-allowlisted" in found[0].data["bugs"]

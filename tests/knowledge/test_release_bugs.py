@@ -197,7 +197,8 @@ def test_generic_meaning_of_a_dead_drafter() -> None:
 
 @pytest.mark.parametrize("name", kb.CONDITIONS)
 def test_every_condition_is_described(name: str) -> None:
-    want: object = ["x"] if name == "flags_set" else {"a": "b"} if name in ("flag_prefix", "env", "spec_min") else 2
+    keyed = ("flag_prefix", "flag_not_prefix", "env", "spec_min")
+    want: object = ["x"] if name == "flags_set" else {"a": "b"} if name in keyed else 2
     assert kb.describe_condition(name, want) != name
 
 
@@ -302,3 +303,32 @@ def test_an_inferred_range_without_a_lower_end_is_unbounded_below() -> None:
     span = kb.release_span(InferredVersion(Version("0.7.3"), "log", None, Version("0.7.3"), False, 0.9))
     assert span is not None and span.low < Version("0.4.0") and span.high == Version("0.7.3")
     assert kb.coverage(_row("v0-draft-tp-chunked-prefill-keyerror"), span) == "part"  # fixed in 0.6.5
+
+
+def test_flag_not_prefix_condition() -> None:
+    """Qwen3.5 MTP refuses the 'all' Mamba cache mode with prefix caching; --mamba-cache-mode align is the way out."""
+    bug = _row("qwen35-mtp-all-prefix-caching-not-implemented")
+    fam = ("qwen/qwen3.5-35b-a3b",)
+    on = {"enable_prefix_caching": True}
+    assert kb.match(bug, kb.Deployment(method="qwen3_5_mtp", args=on, families=fam)) is not None
+    assert kb.match(bug, kb.Deployment(method="mtp", args={**on, "mamba_cache_mode": "all"}, families=fam))
+    assert kb.match(bug, kb.Deployment(method="mtp", args={**on, "mamba_cache_mode": "align"}, families=fam)) is None
+    assert kb.match(bug, kb.Deployment(method="mtp", args={"enable_prefix_caching": False}, families=fam)) is None
+    assert bug.affects(Version("0.31.0")) and not bug.affects(Version("0.32.0"))
+
+
+def test_eagle3_target_rows_by_family_and_message() -> None:
+    """EAGLE-3 target support: the allowlist ValueError (also wrapped in pydantic's ValidationError) and the interface
+    RuntimeError name the row of the target's family and release only."""
+    allow = _row("eagle3-deepseek-kimi-not-allowlisted")
+    msg = ("1 validation error for SpeculativeConfig: Value error, Eagle3 is only supported for ['llama', 'qwen'] "
+           "models. Got self.target_model_config.hf_text_config.model_type='kimi_k2'")
+    assert kb.exception_matches(allow, "pydantic_core._pydantic_core.ValidationError", msg) == "exact"
+    assert kb.exception_matches(allow, "ValueError", "eagle3 is only supported for ['llama'] models. Got x") == "exact"
+    kimi = kb.Deployment(method="eagle3", families=("moonshotai/kimi-k2-instruct",))
+    distill = kb.Deployment(method="eagle3", families=("qwen2forcausallm", "deepseek-ai/deepseek-r1-distill-qwen-7b"))
+    assert kb.match(allow, kimi) is not None and kb.match(allow, distill) is None
+    qwen2 = _row("eagle3-qwen2-target-no-interface")
+    assert kb.match(qwen2, distill) is not None and kb.match(qwen2, kimi) is None
+    assert qwen2.affects(Version("0.10.1")) and not qwen2.affects(Version("0.10.0")) and not qwen2.affects(
+        Version("0.10.2"))

@@ -178,3 +178,29 @@ def test_startup_facts_v1():
     assert st["available_kv_memory_gib"].value == 52.13 and st["gpu_kv_cache_tokens"].value == 434368
     assert st["max_concurrency"].value == 53.02 and st["max_model_len"].value == 8192
     assert st["model_weights_gib"].value == 15.0 and st["model_weights_gib"].source == "t.log:5"
+
+
+PYDANTIC_CONFIG_ERROR = """INFO 04-01 10:00:01 [api_server.py:1043] vLLM API server version 0.16.0
+Traceback (most recent call last):
+  File "/usr/local/lib/python3.12/dist-packages/vllm/engine/arg_utils.py", line 1520, in create_speculative_config
+    return SpeculativeConfig(**self.speculative_config)
+pydantic_core._pydantic_core.ValidationError: 1 validation error for SpeculativeConfig
+  Value error, Eagle3 is only supported for ['llama', 'qwen'] models. Got self.target_model_config.hf_text_config.\
+model_type='deepseek_v3' [type=value_error, input_value=ArgsKwargs((), {'method': 'eagle3'}), input_type=ArgsKwargs]
+    For further information visit https://errors.pydantic.dev/2.11/v/value_error
+"""
+
+
+@pytest.mark.parametrize("reference", [False, True])
+def test_a_pydantic_validation_error_keeps_the_validators_message(reference: bool) -> None:
+    """The message vLLM's config validator raised is on the line under `ValidationError: 1 validation error for X`
+    (pydantic's `Value error, ...`): it joins the traceback's message, without pydantic's `[type=...]` tail."""
+    lf = parse_text(PYDANTIC_CONFIG_ERROR, reference=reference)
+    [tb] = lf.ev.tracebacks
+    assert tb.short_type == "ValidationError"
+    assert tb.exc_msg is not None and tb.exc_msg.startswith("1 validation error for SpeculativeConfig: Value error, "
+                                                            "Eagle3 is only supported for ['llama', 'qwen'] models.")
+    assert tb.exc_msg.endswith("model_type='deepseek_v3'")
+    # a `Value error, ...` line far from any ValidationError is not joined to an unrelated traceback
+    lf = parse_text(PYDANTIC_CONFIG_ERROR.replace("  Value error", "\n\n\n\n  Value error"), reference=reference)
+    assert lf.ev.tracebacks[0].exc_msg == "1 validation error for SpeculativeConfig"

@@ -230,6 +230,10 @@ def _cond(name: str, want: Any, d: Deployment) -> bool | None:
             if not str(v).lower().startswith(str(prefix).lower()):
                 return False
         return True
+    if name == "flag_not_prefix":  # the flag is absent (its default) or set to something else
+        if not a:
+            return None
+        return not any(str(a.get(k) or "").lower().startswith(str(p).lower()) for k, p in dict(want).items())
     if name == "flag_false":
         v = a.get(want)
         return None if v is None else not _truthy(v)
@@ -279,8 +283,8 @@ def _cond(name: str, want: Any, d: Deployment) -> bool | None:
 
 
 CONDITIONS = ("tp_min", "pp_min", "cuda_graphs", "kv_cache_dtype", "quantized", "flags_set", "flag_prefix",
-              "flag_false", "family", "family_not", "device", "k_min", "prefix_caching", "cudagraph_mode", "dp_min",
-              "spec_key", "spec_min", "draft_quantized", "env", "platform")
+              "flag_not_prefix", "flag_false", "family", "family_not", "device", "k_min", "prefix_caching",
+              "cudagraph_mode", "dp_min", "spec_key", "spec_min", "draft_quantized", "env", "platform")
 
 
 def _cudagraph_mode(args: dict[str, Any]) -> str | None:
@@ -321,6 +325,7 @@ _DESCRIBE: dict[str, Any] = {
     "draft_quantized": lambda w: "a quantized drafter" if w else "an unquantized drafter",
     "flags_set": lambda w: "set: " + _flags(w),
     "flag_prefix": lambda w: _pairs({f"--{str(k).replace('_', '-')}": v for k, v in dict(w).items()}, " ", "*"),
+    "flag_not_prefix": lambda w: ", ".join(f"--{str(k).replace('_', '-')} not {v}*" for k, v in dict(w).items()),
     "flag_false": lambda w: "--no-" + str(w).replace("_", "-"),
     "family": lambda w: f"a target of the family /{w}/",
     "family_not": lambda w: f"a target outside the family /{w}/",

@@ -18,6 +18,9 @@ EXC_TYPE = r"(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w*?(?:Error|Exception|Exit|Interrupt|D
 EXC_LINE = re.compile(rf"^(?P<type>{EXC_TYPE})(?::\s*(?P<msg>.*))?$")
 EXC_INLINE = re.compile(rf"(?<![\w.])(?P<type>{EXC_TYPE}): (?P<msg>.{{0,400}})")
 TB_START = "Traceback (most recent call last)"
+# pydantic puts a config validator's own error on the lines under `ValidationError: 1 validation error for X`:
+# `  Value error, <the message vLLM raised> [type=value_error, input_value=..., input_type=...]`.
+PYDANTIC_DETAIL = re.compile(r"^(?P<kind>Value error|Assertion failed), (?P<msg>.*?)(?:\s*\[type=\w+.*)?$")
 # CUDA's device-side assertion report: `file:line: function: block: [x,y,z], thread: [x,y,z] Assertion `cond` failed.`
 # (the condition may be cut off when the line is). One event per distinct condition.
 DEVICE_ASSERT = re.compile(r"(?P<path>[^\s:]{1,400}):(?P<line>\d+): [^:]{0,200}: block: \[[\d,\s]+\], "
@@ -135,6 +138,8 @@ class EventReader:
         text = msg.strip()
         if "Assertion `" in text and self._device_assert(lineno, text, pid):
             return
+        if self._pydantic_detail(lineno, text):
+            return
         tb = self._tb
         if tb is not None:
             if pid is not None and tb.pid is not None and pid != tb.pid and TB_START not in text:
@@ -171,6 +176,17 @@ class EventReader:
             self._finish()
 
     # -- internals ---------------------------------------------------------------------------------
+    def _pydantic_detail(self, lineno: int, text: str) -> bool:
+        """The validator's message under a pydantic ValidationError joins that traceback's message (the message
+        vLLM raised is there, not on the exception line)."""
+        m = PYDANTIC_DETAIL.match(text) if self._tb is None and self.tracebacks else None
+        last = self.tracebacks[-1] if m else None
+        if last is None or not (last.exc_type or "").endswith("ValidationError") or not 0 < lineno - last.end_line <= 3:
+            return False
+        last.exc_msg = f"{last.exc_msg or ''}: {m['kind']}, {m['msg']}"[:500]  # type: ignore[index]
+        last.end_line = lineno
+        return True
+
     def _device_assert(self, lineno: int, text: str, pid: int | None) -> bool:
         m = DEVICE_ASSERT.search(text)
         if m is None:

@@ -499,7 +499,7 @@ class LogFile:
                 self.era_texts.append((lineno, msg[:400]))
         if rec.level in EVENT_LEVELS or self.ev.active or "Traceback" in msg or (
                 rec.level is None and ('File "' in msg or "Error" in msg or "Exception" in msg
-                                       or "Assertion `" in msg)):
+                                       or "Assertion `" in msg or "[type=" in msg)):
             self.ev.feed(lineno, rec.level, msg, rec.pid)
         search = L.search if fast else _search
         m = search(L.PREFIX_V0, msg)
