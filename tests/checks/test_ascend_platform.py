@@ -154,3 +154,20 @@ def test_a_plugin_release_bug_needs_the_plugin_shown(tmp_path):
     gpu.mkdir()
     assert "ascend-eagle3-full-decode-only-crash" not in rows(
         check_log(gpu, SPEC_ARGS, "--cmd", EAGLE3_FDO, "--vllm-version", "0.17.0"))
+
+
+def test_the_drafters_eager_mode_is_the_plugins_choice_on_an_npu_run(tmp_path):
+    """vllm-ascend's tutorials set "enforce_eager": true for its drafters and its proposer forces it for GLM: vLLM's
+    GPU advice to drop it is for vLLM's own runner only."""
+    cmd = ("vllm serve Qwen/Qwen3-8B --speculative-config '{\"method\": \"eagle3\", \"model\": "
+           "\"AngelSlim/Qwen3-8B_eagle3\", \"num_speculative_tokens\": 3, \"enforce_eager\": true}'")
+
+    def eager(report: dict) -> list[dict]:
+        return [f for f in report["findings"] if f["id"] == "config.cudagraph.drafter-eager"]
+
+    gpu = tmp_path / "gpu"
+    gpu.mkdir()
+    assert eager(check_log(gpu, SPEC_ARGS, "--cmd", cmd, "--vllm-version", "0.11.0"))
+    npu = tmp_path / "npu"
+    npu.mkdir()
+    assert not eager(check_log(npu, ACTIVATED + SPEC_ARGS, "--cmd", cmd, "--vllm-version", "0.11.0"))

@@ -302,3 +302,18 @@ def test_an_inferred_range_without_a_lower_end_is_unbounded_below() -> None:
     span = kb.release_span(InferredVersion(Version("0.7.3"), "log", None, Version("0.7.3"), False, 0.9))
     assert span is not None and span.low < Version("0.4.0") and span.high == Version("0.7.3")
     assert kb.coverage(_row("v0-draft-tp-chunked-prefill-keyerror"), span) == "part"  # fixed in 0.6.5
+
+
+def test_a_row_needing_an_environment_variable_starts_no_earlier_than_the_variable():
+    """[env_since]: a bug that needs VLLM_USE_V2_MODEL_RUNNER=1 cannot affect a release that has no Model Runner V2
+    (vllm/envs.py reads the variable from 0.12.0 on), whatever the row's own range says."""
+    since = {var: Version(row["since"]) for var, row in kb.table()["env_since"].items()}
+    assert all(row["source"] for row in kb.table()["env_since"].values())
+    gated = [b for b in kb.bugs() if set(b.when.get("env", {})) & set(since)]
+    assert gated
+    for b in gated:
+        floor = max(since[v] for v in b.when["env"] if v in since)
+        assert b.affected_from is not None and b.affected_from >= floor, b.id
+    strict = next(b for b in kb.bugs() if b.id == "mrv2-strict-rejection-sampling")
+    assert not strict.affects(Version("0.7.1")) and not strict.affects(Version("0.11.2"))
+    assert strict.affects(Version("0.12.0")) and strict.affects(Version("0.20.2"))
