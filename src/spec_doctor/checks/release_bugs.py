@@ -16,8 +16,8 @@ from packaging.version import Version
 
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity, clip
 from spec_doctor.engine.registry import check
-from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.crashes import classify
+from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.observed import judge_acceptance
 from spec_doctor.knowledge.release_bugs import (
     ANY,
