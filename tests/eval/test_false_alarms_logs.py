@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluation import observed_args, run_report
+from evaluation import inputs_args, run_report
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures" / "false_alarms"
@@ -65,18 +65,8 @@ def meta_of(case: Path) -> dict:
 
 
 def cli_args(case: Path, meta: dict) -> list[str]:
-    args: list[str] = []
-    for log in meta["logs"]:
-        args += ["--log", str(case / log)]
-    if meta.get("cmd"):
-        args += ["--cmd", meta["cmd"]]
-    if meta.get("config"):
-        args += ["--config", str(case / meta["config"])]
-    if meta.get("vllm_version"):
-        args += ["--vllm-version", meta["vllm_version"]]
-    if meta.get("gpu"):
-        args += ["--gpu", meta["gpu"]]
-    return args + observed_args(meta.get("observed") or {})
+    """What a user types: the fixture's inputs, and its YAML config as --config."""
+    return inputs_args(case, meta) + (["--config", str(case / meta["config"])] if meta.get("config") else [])
 
 
 def test_fixtures_are_sourced_and_whole():
