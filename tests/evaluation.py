@@ -52,6 +52,12 @@ def score(name: str, args: list[str], primary: str, must_not: list[str]) -> Scor
 
 def case_args(case_dir: Path) -> tuple[list[str], dict]:
     meta = json.loads((case_dir / "inputs.json").read_text())
+    return inputs_args(case_dir, meta), meta
+
+
+def inputs_args(case_dir: Path, meta: dict) -> list[str]:
+    """The `check` arguments of a folder's inputs (logs in the folder, cmd, vllm_version, target, draft, gpu,
+    observed figures), as a user would type them."""
     args: list[str] = []
     for log in meta["logs"]:
         args += ["--log", str(case_dir / log)]
@@ -65,7 +71,7 @@ def case_args(case_dir: Path) -> tuple[list[str], dict]:
     if meta.get("gpu"):
         args += ["--gpu", meta["gpu"]]  # the hardware as the reporter stated it (check --gpu reads it as written)
     args += observed_args(meta.get("observed") or {})
-    return args, meta
+    return args
 
 
 # inputs.json `observed` field -> the check option that takes it (fixtures/cases/README.md: the figures a reporter

@@ -4,6 +4,7 @@ vLLM's; a GPU-only rule (the FULL CUDA-graph downgrade of vLLM's GPU attention b
 
 from __future__ import annotations
 
+import pytest
 from packaging.version import Version
 
 from conftest import check_log
@@ -93,16 +94,25 @@ FULL_CMD = ("vllm serve Qwen/Qwen3-8B --speculative-config '{\"method\": \"eagle
             "--compilation-config '{\"cudagraph_mode\": \"FULL\"}'")
 
 
-def test_gpu_backends_full_graph_downgrade_is_silent_on_an_npu_run(tmp_path):
-    def modes(report: dict) -> list[dict]:
-        return [f for f in report["findings"] if f["id"] == "config.cudagraph.mode"]
+DRAFTER_EAGER_CMD = ("vllm serve Qwen/Qwen3-8B --speculative-config '{\"method\": \"eagle3\", \"model\": "
+                     "\"AngelSlim/Qwen3-8B_eagle3\", \"num_speculative_tokens\": 3, \"enforce_eager\": true}'")
+
+
+@pytest.mark.parametrize("finding, cmd", [
+    ("config.cudagraph.mode", FULL_CMD),
+    # vllm-ascend's tutorials set "enforce_eager": true for its drafters and its proposer forces it for GLM: vLLM's
+    # GPU advice to drop it is for vLLM's own runner only
+    ("config.cudagraph.drafter-eager", DRAFTER_EAGER_CMD)])
+def test_gpu_only_graph_advice_is_silent_on_an_npu_run(tmp_path, finding, cmd):
+    def found(report: dict) -> list[dict]:
+        return [f for f in report["findings"] if f["id"] == finding]
 
     gpu = tmp_path / "gpu"
     gpu.mkdir()
-    assert modes(check_log(gpu, SPEC_ARGS, "--cmd", FULL_CMD, "--vllm-version", "0.11.0"))
+    assert found(check_log(gpu, SPEC_ARGS, "--cmd", cmd, "--vllm-version", "0.11.0"))
     npu = tmp_path / "npu"
     npu.mkdir()
-    assert not modes(check_log(npu, ACTIVATED + SPEC_ARGS, "--cmd", FULL_CMD, "--vllm-version", "0.11.0"))
+    assert not found(check_log(npu, ACTIVATED + SPEC_ARGS, "--cmd", cmd, "--vllm-version", "0.11.0"))
 
 
 # -- the plugin's known spec-decode bugs (release_bugs.toml rows with platform = "ascend") --------------------------

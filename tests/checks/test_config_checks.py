@@ -338,3 +338,22 @@ def test_a_missing_method_warns_only_when_it_runs_a_head_as_a_generic_draft_mode
     spec = '{"model": "Qwen/Qwen3-0.6B", "num_speculative_tokens": 3}'
     plain = run(f"vllm serve Qwen/Qwen3-8B --speculative-config '{spec}'", None)
     assert plain["config.spec-keys.implicit-method"].severity is Severity.INFO
+
+
+def test_chunked_prefill_off_is_a_warning_only_where_prompts_meet_running_decodes():
+    """vLLM's docs call chunked prefill a trade-off (optimization.md) and its Qwen3-Next recipe serves MTP with it off:
+    a note from the command line alone, a warning when a log shows prompts prefilled while requests decode."""
+    cmd = ("vllm serve m --no-enable-chunked-prefill "
+           "--speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 3}'")
+    assert run(cmd, "0.12.0")["config.scheduler.chunked-prefill-off"].severity is Severity.INFO
+
+    def logs(prompt_tps: float, running: int) -> list:
+        window = SimpleNamespace(line=7, stats=SimpleNamespace(prompt_tps=prompt_tps, running=running))
+        return [SimpleNamespace(error=None, crashed_before_serving=False,
+                                stats_streams=[SimpleNamespace(file="vllm.log", windows=[window], max_waiting=0)])]
+
+    quiet = run(cmd, "0.12.0", **{"logs.files": logs(812.0, 1)})["config.scheduler.chunked-prefill-off"]
+    assert quiet.severity is Severity.INFO
+    busy = run(cmd, "0.12.0", **{"logs.files": logs(812.0, 6)})["config.scheduler.chunked-prefill-off"]
+    assert busy.severity is Severity.WARNING
+    assert any(e.source == "vllm.log:7" and "6 requests running" in e.detail for e in busy.evidence)

@@ -298,3 +298,29 @@ def test_a_not_supported_complaint_names_the_allowlist_row() -> None:
                    symptoms=("vLLM says eagle3 is not supported for this model",))
     found = _complaint(_run(facts))
     assert len(found) == 1 and "eagle3-deepseek-kimi-not-allowlisted" in found[0].data["bugs"]
+
+
+def _spec_log(tmp_path: Path, accepted: int, drafted: int) -> str:
+    """A V1 log whose one SpecDecoding line shows `accepted` of `drafted` tokens at K=3 (tokens/step 1 + 3a)."""
+    rate = accepted / drafted
+    log = tmp_path / "vllm.log"
+    log.write_text(
+        "(APIServer pid=1) INFO 05-06 06:11:23 [metrics.py:101] SpecDecoding metrics: Mean acceptance length: "
+        f"{1 + 3 * rate:.2f}, Accepted throughput: 1.00 tokens/s, Drafted throughput: 9.00 tokens/s, Accepted: "
+        f"{accepted} tokens, Drafted: {drafted} tokens, Per-position acceptance rate: {rate:.3f}, {rate:.3f}, "
+        f"{rate:.3f}, Avg Draft acceptance rate: {100 * rate:.1f}%\n")
+    return str(log)
+
+
+def test_a_log_acceptance_is_a_bugs_symptom_only_over_enough_drafted_tokens(tmp_path: Path) -> None:
+    """A handful of drafted tokens (the sample the log check needs, thresholds.toml min_drafted_tokens) says nothing
+    about a low-acceptance bug; the same rate over enough drafts names the release's row."""
+    few, many = tmp_path / "few", tmp_path / "many"
+    few.mkdir()
+    many.mkdir()
+    def matched(log: str) -> list[Finding]:
+        return [f for f in _run(_facts(cmd=FULL_CMD, vllm_version="0.20.0", logs=[log]))
+                if f.id == "releasebugs.symptom.match"]
+
+    assert not matched(_spec_log(few, 1, 15))
+    assert matched(_spec_log(many, 40, 600))

@@ -332,3 +332,18 @@ def test_eagle3_target_rows_by_family_and_message() -> None:
     assert kb.match(qwen2, distill) is not None and kb.match(qwen2, kimi) is None
     assert qwen2.affects(Version("0.10.1")) and not qwen2.affects(Version("0.10.0")) and not qwen2.affects(
         Version("0.10.2"))
+
+
+def test_a_row_needing_an_environment_variable_starts_no_earlier_than_the_variable():
+    """[env_since]: a bug that needs VLLM_USE_V2_MODEL_RUNNER=1 cannot affect a release that has no Model Runner V2
+    (vllm/envs.py reads the variable from 0.12.0 on), whatever the row's own range says."""
+    since = {var: Version(row["since"]) for var, row in kb.table()["env_since"].items()}
+    assert all(row["source"] for row in kb.table()["env_since"].values())
+    gated = [b for b in kb.bugs() if set(b.when.get("env", {})) & set(since)]
+    assert gated
+    for b in gated:
+        floor = max(since[v] for v in b.when["env"] if v in since)
+        assert b.affected_from is not None and b.affected_from >= floor, b.id
+    strict = next(b for b in kb.bugs() if b.id == "mrv2-strict-rejection-sampling")
+    assert not strict.affects(Version("0.7.1")) and not strict.affects(Version("0.11.2"))
+    assert strict.affects(Version("0.12.0")) and strict.affects(Version("0.20.2"))

@@ -1074,6 +1074,23 @@ def _launch_bound_drafter(facts: Mapping[str, Any]) -> Finding | None:
         data={"times": [t for _, t in times], "size_ratio": ratio, "over_share": worst})
 
 
+def _prefill_during_decode(facts: Mapping[str, Any]) -> list[Evidence]:
+    """Stats intervals of the logs where prompts were prefilled while at least two requests were running: the
+    decodes an unchunked prefill holds up."""
+    out: list[Evidence] = []
+    for f in facts.get("logs.files") or []:
+        if getattr(f, "error", None):
+            continue
+        for s in f.stats_streams:
+            for w in s.windows:
+                st = w.stats
+                if st is not None and (st.prompt_tps or 0) > 0 and (st.running or 0) >= 2:
+                    out.append(Evidence(f"{s.file}:{w.line}", f"prompt throughput {st.prompt_tps} tokens/s with "
+                                                              f"{st.running} requests running"))
+                    break
+    return out
+
+
 @check("config.cudagraph", categories=[Category.CUDA_GRAPH], needs=["config.deployment"],
        wants=["vllm.version", "logs.files", "models.pair", "deploy.platform"], sources=[SIGNALS],
        findings={
@@ -1119,7 +1136,11 @@ def cudagraph(facts: Mapping[str, Any]) -> list[Finding]:
                     "ran out of memory).", ()),
             impact="cheaper draft and verify steps; often the difference between a speed-up and a slow-down",
             impact_score=0.6))
-    if spec.enforce_eager is True:
+    # A platform plugin runs its own proposers, whose graph support follows the plugin's rules: vllm-ascend's
+    # tutorials and speculative-decoding guide set "enforce_eager": true for its MTP, EAGLE-3 and DSpark drafters, and
+    # its proposer forces it for GLM models (vllm_ascend/spec_decode/llm_base_proposer.py@182b75e:178-199), so
+    # vLLM's GPU advice to drop it does not hold there.
+    if spec.enforce_eager is True and (facts.get("deploy.platform") or {}).get("plugin", "vllm") == "vllm":
         out.append(Finding(
             "config.cudagraph.drafter-eager", Category.CUDA_GRAPH, Severity.WARNING, 0.65,
             "The speculative config runs the drafter eagerly (\"enforce_eager\": true)",
@@ -1250,7 +1271,8 @@ def _refused_budget(facts: Mapping[str, Any], cfg: DeploymentConfig, mbt: int | 
        findings={
            "config.scheduler.max-num-seqs-low": "--max-num-seqs so low that requests queue instead of batching",
            "config.scheduler.batched-tokens": "--max-num-batched-tokens below (k+1) x max-num-seqs",
-           "config.scheduler.chunked-prefill-off": "chunked prefill turned off on the V1 engine",
+           "config.scheduler.chunked-prefill-off": "chunked prefill turned off on the V1 engine (a warning where a log "
+                                                   "shows prompts prefilled while requests decode, else a note)",
            "config.scheduler.gpu-memory": "--gpu-memory-utilization >= 0.95 leaves no headroom for the drafter (oom "
                                          "only with an out-of-memory sign in the logs, else a note)",
            "config.scheduler.k-large": "num_speculative_tokens above 7 (rarely pays; start at 3-5)",
@@ -1311,12 +1333,19 @@ def scheduler(facts: Mapping[str, Any]) -> list[Finding]:
                 fix=Fix("Raise the token budget (or lower max-num-seqs):", (f"--max-num-batched-tokens {need}",)),
                 impact="full batches verify in one step", impact_score=0.4, data={"need": need, "have": mbt}))
     if cfg.args.get("enable_chunked_prefill") is False and (version is None or _base(version) >= Version("0.10.0")):
+        # vLLM's docs call chunked prefill a trade-off (docs/configuration/optimization.md@v0.10.2:38-52: it
+        # prioritises decodes, better ITL; bigger prefill batches, better TTFT), and vLLM's Qwen3-Next recipe serves
+        # MTP with it off: the stall is a problem where prompts are prefilled while other requests decode, which a
+        # log shows (a stats interval with prompt throughput and >= 2 running); otherwise a note, as for a low
+        # --max-num-seqs.
+        mixed = _prefill_during_decode(facts)
         out.append(Finding(
             "config.scheduler.chunked-prefill-off", Category.SCHEDULER_CONFIG,
-            Severity.WARNING if version is not None else Severity.INFO, 0.5,
-            "Chunked prefill is off: long prompts stall every running request's decode (and speculation) steps",
+            Severity.WARNING if version is not None and mixed else Severity.INFO, 0.5 if mixed else 0.3,
+            "Chunked prefill is off: long prompts stall every running request's decode (and speculation) steps"
+            + ("" if mixed else " (a trade-off: with prompts arriving while others decode)"),
             evidence=(Evidence(cfg.source_of("enable_chunked_prefill"), "enable_chunked_prefill=False"),
-                      _ver_ev(version, vsrc)),
+                      _ver_ev(version, vsrc)) + tuple(mixed[:2]),
             fix=Fix("Leave chunked prefill on (the V1 default; it is compatible with speculation):",
                     ("--enable-chunked-prefill",)),
             impact="steadier decode speed while prompts arrive", impact_score=0.3))

@@ -17,6 +17,7 @@ from packaging.version import Version
 from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity, clip
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge.crashes import classify
+from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.observed import judge_acceptance
 from spec_doctor.knowledge.release_bugs import (
     ANY,
@@ -83,20 +84,24 @@ def _deployment(facts: Mapping[str, Any]) -> Deployment:
 
 
 def _acceptance(facts: Mapping[str, Any], method: str | None, k: int | None) -> tuple[str, str] | None:
-    """(status, where) of the best acceptance figure the inputs give: "zero" | "low" | "good" | "unknown"."""
+    """(status, where) of the best acceptance figure the inputs give: "zero" | "low" | "good" | "unknown".
+
+    A log's or a scrape's figure counts from `min_drafted_tokens` drafted tokens on, the sample the log and metrics
+    checks judge acceptance from (thresholds.toml): a handful of drafts says nothing about a bug's symptom."""
     fig = facts.get("observed.figures") or {}
     if fig.get("acceptance_rate") is not None or fig.get("acceptance_length") is not None:
         j = judge_acceptance(fig.get("acceptance_rate"), fig.get("acceptance_length"), fig.get("k") or k, method)
         return j.status, str(fig.get("acceptance_source") or "--acceptance")
     best: tuple[float, float | None, float | None, int | None, str] | None = None
+    enough = threshold("min_drafted_tokens")
     for a in facts.get("logs.acceptance") or []:
         n = float(a.get("drafted") or 0)
-        if n > 0 and (best is None or n > best[0]):
+        if n >= enough and (best is None or n > best[0]):
             best = (n, a.get("acceptance_rate"), a.get("mean_acceptance_length"), a.get("k"), str(a["source"]))
     for w in facts.get("metrics.deltas") or []:
         for d in getattr(w, "engines", {}).values():
             n = float(getattr(d, "num_draft_tokens", 0) or 0)
-            if n > 0 and (best is None or n > best[0]):
+            if n >= enough and (best is None or n > best[0]):
                 best = (n, d.acceptance_rate, d.mean_acceptance_length, d.num_spec_positions or None,
                         str(w.window_label))
     if best is None:

@@ -132,6 +132,16 @@ def table() -> dict[str, Any]:
     return load("release_bugs.toml")
 
 
+def _affected_from(row: dict[str, Any]) -> Version | None:
+    """The row's `affected_from`, raised to the first release that reads an environment variable its `when.env`
+    needs ([env_since]): a bug that needs VLLM_USE_V2_MODEL_RUNNER=1 cannot affect a release without Model Runner
+    V2."""
+    floors = [_v(row.get("affected_from"))] + [
+        _v(table().get("env_since", {}).get(var, {}).get("since")) for var in (row.get("when") or {}).get("env", {})]
+    known = [v for v in floors if v is not None]
+    return max(known) if known else None
+
+
 @lru_cache(maxsize=1)
 def bugs() -> tuple[KnownBug, ...]:
     out = []
@@ -140,7 +150,7 @@ def bugs() -> tuple[KnownBug, ...]:
             id=r["id"], title=r["title"], methods=tuple(normalize_method(m) or m for m in r["methods"]),
             when=dict(r.get("when", {})), symptom=r["symptom"], exceptions=tuple(r.get("exceptions", ())),
             texts=tuple(re.compile(t, re.I) for t in r.get("texts", ())),
-            sites=tuple(re.compile(t) for t in r.get("sites", ())), affected_from=_v(r.get("affected_from")),
+            sites=tuple(re.compile(t) for t in r.get("sites", ())), affected_from=_affected_from(r),
             fixed_in=_v(r.get("fixed_in")), fixed_basis=r["fixed_basis"], pr_date=r.get("pr_date"),
             source=r["source"], also=tuple(r.get("also", ())), message=r.get("message"), category=r["category"],
             fix=r["fix"], workaround=r.get("workaround", ""), by_symptom=bool(r.get("by_symptom", False)),
