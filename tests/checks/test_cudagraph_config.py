@@ -127,3 +127,25 @@ def test_command_and_log_about_the_same_graphs_are_one_diagnosis(tmp_path):
 def test_real_log_lines_are_each_known():
     lf = parse_log(str(FIXTURES / "cudagraph" / "vllm-issue-55581.log"))
     assert set(lf.signatures) >= {"cudagraph-downgraded", "cudagraph-capture-skipped"}
+
+
+def test_releases_before_cudagraph_mode():
+    eagle = "--speculative-config '{\"method\": \"eagle\", \"model\": \"yuhuili/EAGLE-LLaMA3.1-Instruct-8B\", " \
+            "\"num_speculative_tokens\": 3}'"
+    # V1's EAGLE proposer of 0.8.3-0.8.5 (opt-in) has no CUDA-graph code; 0.9.0 adds piecewise graphs
+    f = run(f"VLLM_USE_V1=1 {TARGET} {eagle}", "0.8.5")["config.cudagraph.drafter-mode"]
+    assert f.severity is Severity.WARNING and "eagle.py@v0.8.3" in f.evidence[-1].source
+    assert "0.9.0" in f.fix.commands[0]
+    assert "config.cudagraph.drafter-mode" not in run(f"{TARGET} {eagle}", "0.8.5")  # V0 fallback: graphs
+    assert "config.cudagraph.drafter-mode" not in run(f"VLLM_USE_V1=1 {TARGET} {eagle}", "0.9.0")
+    # V0: decode graphs only up to max_seq_len_to_capture tokens of context, the draft's copied from the target
+    legacy = ("python -m vllm.entrypoints.openai.api_server --model meta-llama/Llama-3.1-8B-Instruct "
+              "--speculative-model meta-llama/Llama-3.2-1B-Instruct --num-speculative-tokens 4")
+    f = run(f"{legacy} --max-model-len 32768", "0.6.3")["config.cudagraph.v0-capture-length"]
+    assert f.severity is Severity.INFO and "draft model" in f.title and f.fix.commands == (
+        "--max-seq-len-to-capture 32768",)
+    assert "config.cudagraph.v0-capture-length" not in run(f"{legacy} --max-model-len 8192", "0.6.3")
+    assert "config.cudagraph.v0-capture-length" not in run(
+        f"{legacy} --max-model-len 32768 --max-seq-len-to-capture 32768", "0.6.3")
+    assert run(f"{legacy} --max-model-len 32768", "0.4.2")["config.cudagraph.v0-capture-length"].fix.commands == (
+        "--max-context-len-to-capture 32768",)

@@ -1103,6 +1103,54 @@ def _gpu_name(facts: Mapping[str, Any]) -> str | None:
     return str(gpus[0].get("name")) if gpus and isinstance(gpus[0], dict) and gpus[0].get("name") else None
 
 
+def _early_releases(facts: Mapping[str, Any], cfg: DeploymentConfig, versions: list[Version]) -> list[Finding]:
+    """Before cudagraph_mode (knowledge/data/cudagraph.toml [[drafter]]): V1's EAGLE proposer of 0.8.3-0.8.5 (opt-in
+    with VLLM_USE_V1=1) had no CUDA-graph code, so the drafter ran eagerly until 0.9.0; V0 (to 0.9.x) captured decode
+    graphs only up to max_seq_len_to_capture tokens of context, for the draft model too (its ModelConfig copies the
+    target's), so a longer max_model_len decodes its long requests eagerly."""
+    spec = cfg.speculative
+    assert spec is not None
+    version, vsrc = _version(facts)
+    out: list[Finding] = []
+    v1 = str(cfg.env.get("VLLM_USE_V1", "")).strip() == "1"
+    rows = [cg.drafter_row(spec.method, v, "v1") for v in versions]
+    if v1 and all(r is not None and r.graphs == "none" and r.family == "eagle" for r in rows):
+        r = rows[0]
+        assert r is not None
+        out.append(Finding(
+            "config.cudagraph.drafter-mode", Category.CUDA_GRAPH, Severity.WARNING, _scaled(facts, 0.7),
+            f"vLLM {version or versions[-1]}'s V1 EAGLE proposer has no CUDA graphs: the {spec.method} drafter's "
+            f"{spec.num_speculative_tokens or 'k'} passes per step run eagerly",
+            evidence=(Evidence(cfg.source_of("model") if "VLLM_USE_V1" not in cfg.env else "VLLM_USE_V1",
+                               "VLLM_USE_V1=1"), _spec_ev(cfg), _ver_ev(version, vsrc), Evidence(r.source, r.why)),
+            fix=Fix("Upgrade: V1's EAGLE drafter captures piecewise CUDA graphs from vLLM 0.9.0.",
+                    ("pip install -U 'vllm>=0.9.0'",)),
+            impact="the drafter's k small forward passes use CUDA graphs", impact_score=0.5,
+            data={"drafter": r.family, "versions": r.versions}))
+    v0 = [cg.drafter_row(spec.method, v, "v0") if v < Version("0.8.0") else None for v in versions]
+    mml = _to_int(cfg.args.get("max_model_len"))
+    cap = _to_int(cfg.args.get("max_seq_len_to_capture") or cfg.args.get("max_context_len_to_capture")) or 8192
+    if not v1 and all(v < Version("0.8.0") for v in versions) and mml and mml > cap \
+            and cfg.args.get("enforce_eager") is not True:
+        r = v0[0] if all(x is not None for x in v0) else None
+        out.append(Finding(
+            "config.cudagraph.v0-capture-length", Category.CUDA_GRAPH, Severity.INFO, _scaled(facts, 0.6),
+            f"V0 captures decode graphs up to {cap} tokens of context: requests longer than that (max_model_len "
+            f"{mml}) decode without CUDA graphs" + (", in the target and the draft model" if r else ""),
+            evidence=(Evidence(cfg.source_of("max_model_len"), f"max_model_len={mml}"),
+                      Evidence(cfg.source_of("max_seq_len_to_capture") if "max_seq_len_to_capture" in cfg.args
+                               else "vllm/engine/arg_utils.py@v0.4.3 (max_seq_len_to_capture: int = 8192)",
+                               f"max_seq_len_to_capture={cap}"),
+                      _spec_ev(cfg), _ver_ev(version, vsrc))
+            + ((Evidence(r.source, r.why),) if r else ()),
+            fix=Fix("If long requests matter, raise the capture length (more graph memory):",
+                    (("--max-context-len-to-capture" if versions[0] < Version("0.4.3") else "--max-seq-len-to-capture")
+                     + f" {mml}",)),
+            impact="long requests' decode steps replayed as graphs", impact_score=0.2,
+            data={"max_model_len": mml, "max_seq_len_to_capture": cap}))
+    return out
+
+
 def _graph_predictions(facts: Mapping[str, Any], cfg: DeploymentConfig, cc: Any, level: Any, mode: Any) -> list[Finding]:
     """What the release does to the graphs asked for, from the config alone (knowledge/cudagraph.py): the target's
     FULL decode graphs downgraded to PIECEWISE on a backend below UNIFORM_BATCH, the drafter left eager by a mode
@@ -1118,6 +1166,7 @@ def _graph_predictions(facts: Mapping[str, Any], cfg: DeploymentConfig, cc: Any,
     version, vsrc = _version(facts)
     startup = facts.get("logs.startup") or {}
     out: list[Finding] = []
+    out += _early_releases(facts, cfg, versions)
     asked = [_asked_mode(cc, level, mode, v) for v in versions]
     if any(a is None for a in asked) or len({a[0] for a in asked if a}) != 1:
         return out
@@ -1189,7 +1238,10 @@ def _graph_predictions(facts: Mapping[str, Any], cfg: DeploymentConfig, cc: Any,
            "config.cudagraph.spec-downgrade": "the attention backend cannot replay FULL decode graphs with 1 + K "
                                               "query tokens: this release falls back to PIECEWISE for the target",
            "config.cudagraph.drafter-mode": "the cudagraph_mode leaves the drafter without CUDA graphs in this "
-                                            "release (FULL_DECODE_ONLY; FULL before 0.15)",
+                                            "release (FULL_DECODE_ONLY; FULL before 0.15), or the release's V1 "
+                                            "EAGLE proposer has none (0.8.3-0.8.5)",
+           "config.cudagraph.v0-capture-length": "V0: requests longer than max_seq_len_to_capture decode without "
+                                                 "CUDA graphs (target and draft)",
        })
 def cudagraph(facts: Mapping[str, Any]) -> list[Finding]:
     """CUDA graphs switched off for the target or the drafter.

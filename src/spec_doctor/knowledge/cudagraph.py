@@ -235,6 +235,8 @@ def drafter_row(method: str | None, version: Version, engine: str = "v1") -> Dra
     fam = drafter_family(method, version)
     if fam is None:
         return None
+    if engine == "v0" and fam != "lookup":
+        fam = "v0"  # V0's draft worker runs every model drafter (draft model, EAGLE, MTP, Medusa) the same way
     for r in _rules()["drafter"]:
         if r["engine"] == engine and r["family"] == fam and _applies(r["versions"], version):
             return DrafterRow(fam, r["versions"], r["graphs"], r["why"], r["source"],
