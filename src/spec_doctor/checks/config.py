@@ -19,8 +19,8 @@ from packaging.version import Version
 
 from spec_doctor.engine.model import STARTUP, Category, Evidence, Finding, Fix, Severity, clip
 from spec_doctor.engine.registry import check
-from spec_doctor.knowledge.acceptance import model_free
 from spec_doctor.knowledge import cudagraph as cg
+from spec_doctor.knowledge.acceptance import model_free
 from spec_doctor.knowledge.data import threshold, thresholds
 from spec_doctor.knowledge.deployment import DeploymentConfig
 from spec_doctor.knowledge.fixes import allowed_draft_tp, plan_fix
@@ -1097,8 +1097,9 @@ def _gpu_name(facts: Mapping[str, Any]) -> str | None:
     gpu = getattr(hw, "gpu", None)
     if gpu is not None:
         return str(gpu.name)
-    if getattr(hw, "text", None):
-        return str(hw.text)
+    text = getattr(hw, "text", None)
+    if text:
+        return str(text)
     gpus = (facts.get("nvml.snapshot") or {}).get("gpus") or []
     return str(gpus[0].get("name")) if gpus and isinstance(gpus[0], dict) and gpus[0].get("name") else None
 
