@@ -1116,18 +1116,11 @@ def _early_releases(facts: Mapping[str, Any], cfg: DeploymentConfig, versions: l
     v1 = str(cfg.env.get("VLLM_USE_V1", "")).strip() == "1"
     rows = [cg.drafter_row(spec.method, v, "v1") for v in versions]
     if v1 and all(r is not None and r.graphs == "none" and r.family == "eagle" for r in rows):
-        r = rows[0]
-        assert r is not None
-        out.append(Finding(
-            "config.cudagraph.drafter-mode", Category.CUDA_GRAPH, Severity.WARNING, _scaled(facts, 0.7),
-            f"vLLM {version or versions[-1]}'s V1 EAGLE proposer has no CUDA graphs: the {spec.method} drafter's "
-            f"{spec.num_speculative_tokens or 'k'} passes per step run eagerly",
-            evidence=(Evidence(cfg.source_of("model") if "VLLM_USE_V1" not in cfg.env else "VLLM_USE_V1",
-                               "VLLM_USE_V1=1"), _spec_ev(cfg), _ver_ev(version, vsrc), Evidence(r.source, r.why)),
-            fix=Fix("Upgrade: V1's EAGLE drafter captures piecewise CUDA graphs from vLLM 0.9.0.",
-                    ("pip install -U 'vllm>=0.9.0'",)),
-            impact="the drafter's k small forward passes use CUDA graphs", impact_score=0.5,
-            data={"drafter": r.family, "versions": r.versions}))
+        out.append(_drafter_eager(
+            facts, cfg, rows, 0.7, f"vLLM {version or versions[-1]}'s V1 EAGLE proposer has no CUDA graphs",
+            Evidence("VLLM_USE_V1", "VLLM_USE_V1=1"),
+            Fix("Upgrade: V1's EAGLE drafter captures piecewise CUDA graphs from vLLM 0.9.0.",
+                ("pip install -U 'vllm>=0.9.0'",))))
     v0 = [cg.drafter_row(spec.method, v, "v0") if v < Version("0.8.0") else None for v in versions]
     mml = _to_int(cfg.args.get("max_model_len"))
     cap = _to_int(cfg.args.get("max_seq_len_to_capture") or cfg.args.get("max_context_len_to_capture")) or 8192
@@ -1212,18 +1205,28 @@ def _graph_predictions(facts: Mapping[str, Any], cfg: DeploymentConfig, cc: Any,
                       "k": k}))
     rows = [cg.drafter_eager_under(spec.method, v, want) for v in versions]
     if all(r is not None for r in rows):
-        r = rows[0]
-        assert r is not None
-        out.append(Finding(
-            "config.cudagraph.drafter-mode", Category.CUDA_GRAPH, Severity.WARNING, _scaled(facts, 0.65),
-            f"cudagraph_mode {want} leaves the {spec.method} drafter without CUDA graphs in vLLM "
-            f"{version or versions[-1]}: its {k} draft passes per step run eagerly",
-            evidence=(cc_ev, _spec_ev(cfg), _ver_ev(version, vsrc), Evidence(r.source, r.why)),
-            fix=Fix("Ask for piecewise graphs too, so the drafter is captured (the target keeps FULL decode graphs):",
-                    (_mode_fix(cfg, cc, "FULL_AND_PIECEWISE"),)),
-            impact="the drafter's k small forward passes use CUDA graphs", impact_score=0.5,
-            data={"mode": want, "drafter": r.family, "versions": r.versions}))
+        out.append(_drafter_eager(
+            facts, cfg, rows, 0.65, f"cudagraph_mode {want} leaves the drafter without CUDA graphs in vLLM "
+            f"{version or versions[-1]}", cc_ev,
+            Fix("Ask for piecewise graphs too, so the drafter is captured (the target keeps FULL decode graphs):",
+                (_mode_fix(cfg, cc, "FULL_AND_PIECEWISE"),)), mode=want))
     return out
+
+
+def _drafter_eager(facts: Mapping[str, Any], cfg: DeploymentConfig, rows: list[Any], conf: float, why: str,
+                   setting: Evidence, fix: Fix, mode: str | None = None) -> Finding:
+    """config.cudagraph.drafter-mode: the release runs this drafter without CUDA graphs (rows: the drafter row of
+    knowledge/data/cudagraph.toml at every release judged)."""
+    spec = cfg.speculative
+    assert spec is not None and rows[0] is not None
+    r = rows[0]
+    version, vsrc = _version(facts)
+    return Finding(
+        "config.cudagraph.drafter-mode", Category.CUDA_GRAPH, Severity.WARNING, _scaled(facts, conf),
+        f"{why}: the {spec.method} drafter's {spec.num_speculative_tokens or 'k'} draft passes per step run eagerly",
+        evidence=(setting, _spec_ev(cfg), _ver_ev(version, vsrc), Evidence(r.source, r.why)), fix=fix,
+        impact="the drafter's k small forward passes use CUDA graphs", impact_score=0.5,
+        data={"mode": mode, "drafter": r.family, "versions": r.versions})
 
 
 @check("config.cudagraph", categories=[Category.CUDA_GRAPH], needs=["config.deployment"],

@@ -13,28 +13,22 @@ A release newer than the newest one mined keeps the newest row (`Support.beyond`
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from spec_doctor.knowledge.data import load
+from spec_doctor.knowledge.data import load, load_json
 from spec_doctor.knowledge.models import HEAD, MODEL_FREE, method_family
 
 LEVELS = ("NEVER", "UNIFORM_SINGLE_TOKEN_DECODE", "UNIFORM_BATCH", "ALWAYS")
 MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
 
 
-@lru_cache(maxsize=1)
 def _mined() -> dict[str, Any]:
-    text = resources.files("spec_doctor.knowledge").joinpath("data", "cudagraph_support.json").read_text("utf-8")
-    data: dict[str, Any] = json.loads(text)
-    return data
+    return load_json("cudagraph_support.json")
 
 
 def _rules() -> dict[str, Any]:
