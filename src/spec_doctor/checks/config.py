@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shlex
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +19,7 @@ from packaging.version import Version
 
 from spec_doctor.engine.model import STARTUP, Category, Evidence, Finding, Fix, Severity, clip
 from spec_doctor.engine.registry import check
+from spec_doctor.knowledge import cudagraph as cg
 from spec_doctor.knowledge.acceptance import model_free
 from spec_doctor.knowledge.data import threshold, thresholds
 from spec_doctor.knowledge.deployment import DeploymentConfig, speculative_config_flag
@@ -1091,14 +1093,226 @@ def _prefill_during_decode(facts: Mapping[str, Any]) -> list[Evidence]:
     return out
 
 
+def _backend(facts: Mapping[str, Any], cfg: DeploymentConfig) -> tuple[str, str] | None:
+    """The target's attention backend as the command (--attention-backend, VLLM_ATTENTION_BACKEND) or the log
+    ("Using FLASHINFER backend.") names it: (enum name of knowledge/data/cudagraph_support.json, source)."""
+    for given, src in ((cfg.args.get("attention_backend"), cfg.source_of("attention_backend")),
+                       (cfg.env.get("VLLM_ATTENTION_BACKEND"), "VLLM_ATTENTION_BACKEND")):
+        name = cg.backend_name(given) if given else None
+        if name:
+            return name, src
+    seen = (facts.get("logs.startup") or {}).get("attention_backend")
+    name = cg.backend_name(getattr(seen, "value", None))
+    return (name, getattr(seen, "source", "log")) if name else None
+
+
+def _versions_judged(facts: Mapping[str, Any]) -> list[Version]:
+    """The releases a version-dependent prediction must hold for: the stated one, or both ends of an inferred
+    range (a prediction that differs between them is not made); none when the version is unknown."""
+    ends = _ends(facts)
+    if ends is not None:
+        return [_base(ends[0]), _base(ends[1])]
+    version, _ = _version(facts)
+    return [version] if version is not None else []
+
+
+def _asked_mode(cc: Any, level: Any, mode: Any, version: Version) -> tuple[str, str] | None:
+    """The cudagraph_mode the run asks for: the compilation config's `cudagraph_mode`, else what its level means in
+    this release (-O N: the compilation level before 0.12.0, where only level 3 captures graphs; the optimization
+    level O0-O3 from 0.12.0), else the release's default (knowledge/data/cudagraph_support.json default_mode).
+    (mode, how); None before cudagraph_mode existed (0.10.1)."""
+    if version < Version("0.10.1"):
+        return None
+    if isinstance(mode, str) and mode.upper() in cg.MODES:
+        return mode.upper(), f"compilation_config={cc!r}"
+    lvl = _to_int(level)
+    if lvl is not None and version < Version("0.12.0") and lvl != 3:
+        return "NONE", f"compilation level {lvl}"
+    got = cg.default_mode(version, lvl if lvl is not None and version >= Version("0.12.0") else None)
+    if got is None:
+        return None
+    return got[0], (f"-O{lvl}: " if lvl is not None else "the default: ") + f"cudagraph_mode {got[0]} ({got[1]})"
+
+
+def _mode_fix(cfg: DeploymentConfig, cc: Any, mode: str) -> str:
+    """The flag that sets cudagraph_mode, in the form the user wrote the compilation config (the dotted
+    `-cc.cudagraph_mode=X` / `--compilation-config.cudagraph_mode X`, or the JSON with the user's other keys kept)."""
+    written = cfg.written.get("compilation_config", "")
+    if written.endswith(".cudagraph_mode"):
+        return f"{written}={mode}" if not written.startswith("--") else f"{written} {mode}"
+    keep = {k: v for k, v in cc.items() if k not in ("cudagraph_mode", "level", "mode")} if isinstance(cc, dict) else {}
+    return "--compilation-config " + shlex.quote(json.dumps({**keep, "cudagraph_mode": mode}))
+
+
+def _json_dict(text: str) -> dict[str, Any] | None:
+    try:
+        got = json.loads(text)
+    except ValueError:
+        return None
+    return got if isinstance(got, dict) else None
+
+
+def _to_int(value: Any) -> int | None:
+    try:
+        return int(value) if value is not None and not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _gpu_name(facts: Mapping[str, Any]) -> str | None:
+    hw = facts.get("inputs.hardware")
+    gpu = getattr(hw, "gpu", None)
+    if gpu is not None:
+        return str(gpu.name)
+    text = getattr(hw, "text", None)
+    if text:
+        return str(text)
+    gpus = (facts.get("nvml.snapshot") or {}).get("gpus") or []
+    return str(gpus[0].get("name")) if gpus and isinstance(gpus[0], dict) and gpus[0].get("name") else None
+
+
+def _early_releases(facts: Mapping[str, Any], cfg: DeploymentConfig, versions: list[Version]) -> list[Finding]:
+    """Before cudagraph_mode (knowledge/data/cudagraph.toml [[drafter]]): V1's EAGLE proposer of 0.8.3-0.8.5 (opt-in
+    with VLLM_USE_V1=1) had no CUDA-graph code, so the drafter ran eagerly until 0.9.0; V0 (to 0.9.x) captured decode
+    graphs only up to max_seq_len_to_capture tokens of context, for the draft model too (its ModelConfig copies the
+    target's), so a longer max_model_len decodes its long requests eagerly."""
+    spec = cfg.speculative
+    assert spec is not None
+    version, vsrc = _version(facts)
+    out: list[Finding] = []
+    v1 = str(cfg.env.get("VLLM_USE_V1", "")).strip() == "1"
+    rows = [cg.drafter_row(spec.method, v, "v1") for v in versions]
+    if v1 and all(r is not None and r.graphs == "none" and r.family == "eagle" for r in rows):
+        out.append(_drafter_eager(
+            facts, cfg, rows, 0.7, f"vLLM {version or versions[-1]}'s V1 EAGLE proposer has no CUDA graphs",
+            Evidence("VLLM_USE_V1", "VLLM_USE_V1=1"),
+            Fix("Upgrade: V1's EAGLE drafter captures piecewise CUDA graphs from vLLM 0.9.0.",
+                ("pip install -U 'vllm>=0.9.0'",))))
+    v0 = [cg.drafter_row(spec.method, v, "v0") if v < Version("0.8.0") else None for v in versions]
+    mml = _to_int(cfg.args.get("max_model_len"))
+    cap = _to_int(cfg.args.get("max_seq_len_to_capture") or cfg.args.get("max_context_len_to_capture")) or 8192
+    if not v1 and all(v < Version("0.8.0") for v in versions) and mml and mml > cap \
+            and cfg.args.get("enforce_eager") is not True:
+        r = v0[0] if all(x is not None for x in v0) else None
+        out.append(Finding(
+            "config.cudagraph.v0-capture-length", Category.CUDA_GRAPH, Severity.INFO, _scaled(facts, 0.6),
+            f"V0 captures decode graphs up to {cap} tokens of context: requests longer than that (max_model_len "
+            f"{mml}) decode without CUDA graphs" + (", in the target and the draft model" if r else ""),
+            evidence=(Evidence(cfg.source_of("max_model_len"), f"max_model_len={mml}"),
+                      Evidence(cfg.source_of("max_seq_len_to_capture") if "max_seq_len_to_capture" in cfg.args
+                               else "vllm/engine/arg_utils.py@v0.4.3 (max_seq_len_to_capture: int = 8192)",
+                               f"max_seq_len_to_capture={cap}"),
+                      _spec_ev(cfg), _ver_ev(version, vsrc))
+            + ((Evidence(r.source, r.why),) if r else ()),
+            fix=Fix("If long requests matter, raise the capture length (more graph memory):",
+                    (("--max-context-len-to-capture" if versions[0] < Version("0.4.3") else "--max-seq-len-to-capture")
+                     + f" {mml}",)),
+            impact="long requests' decode steps replayed as graphs", impact_score=0.2,
+            data={"max_model_len": mml, "max_seq_len_to_capture": cap}))
+    return out
+
+
+def _graph_predictions(facts: Mapping[str, Any], cfg: DeploymentConfig, cc: Any, level: Any, mode: Any) -> list[Finding]:
+    """What the release does to the graphs asked for, from the config alone (knowledge/cudagraph.py): the target's
+    FULL decode graphs downgraded to PIECEWISE on a backend below UNIFORM_BATCH, the drafter left eager by a mode
+    without the piecewise graphs it captures. A prediction is made only where every release judged agrees; the log's
+    own downgrade warning joins it as one root cause (rootcause.toml [subject]), and a captured `(decode, FULL)`
+    graph refutes the target's."""
+    spec = cfg.speculative
+    assert spec is not None
+    versions = _versions_judged(facts)
+    k = spec.num_speculative_tokens
+    if not versions or not k:
+        return []
+    version, vsrc = _version(facts)
+    startup = facts.get("logs.startup") or {}
+    out: list[Finding] = []
+    out += _early_releases(facts, cfg, versions)
+    asked = [_asked_mode(cc, level, mode, v) for v in versions]
+    if any(a is None for a in asked) or len({a[0] for a in asked if a}) != 1:
+        return out
+    want, how = asked[0]  # type: ignore[misc]
+    cc_ev = Evidence(cfg.source_of("compilation_config") if cc is not None else "vllm.version", how)
+    backend = _backend(facts, cfg)
+    decode_seen = getattr(startup.get("cudagraph_decode_mode"), "value", None)
+    if backend is not None and decode_seen != "FULL":
+        name, bsrc = backend
+        gpu = _gpu_name(facts)
+        downs = [cg.spec_downgrade(v, name, want, k, gpu) for v in versions]
+        if all(d is not None for d in downs):
+            d = downs[0]
+            assert d is not None
+            certain = all(x is not None and x.certain for x in downs)
+            target = facts.get("models.target")
+            active = getattr(target, "active_param_count", None) or getattr(target, "param_count", None)
+            small = bool(active and active <= threshold("fast_target_active_b") * 1e9)
+            stated = _ends(facts) is None and not d.beyond
+            better = cg.better_backends(versions[-1], name)
+            fix_cmds = tuple(f"--attention-backend {b}" for b in better[:2])
+            out.append(Finding(
+                "config.cudagraph.spec-downgrade", Category.CUDA_GRAPH,
+                Severity.WARNING if certain and stated and small else Severity.INFO,
+                _scaled(facts, 0.7 if certain and stated else 0.5 if certain else 0.35),
+                f"{name} cannot replay FULL decode graphs with {1 + k} query tokens per request: vLLM "
+                f"{version or versions[-1]} sets cudagraph_mode {d.to} for the target while speculating"
+                + ("" if certain else f" (unless {d.condition})"),
+                evidence=(Evidence(bsrc, f"attention backend {name}: AttentionCGSupport.{d.level}"
+                                   + ("" if certain else f" (higher only when {d.condition})")),
+                          cc_ev, _spec_ev(cfg), _ver_ev(version, vsrc),
+                          Evidence(d.support_source, f"{name} reports {d.level}"
+                                   + (" (newest release examined; assumed unchanged)" if d.beyond else "")),
+                          Evidence(d.rule_source, d.message)),
+                fix=Fix("Use a backend that keeps FULL decode graphs with speculation (UNIFORM_BATCH or ALWAYS in "
+                        "this release)" + (f": {', '.join(better)}" if better else "") + "; or accept PIECEWISE "
+                        "(attention then runs between the graphs):", fix_cmds),
+                impact="the verify step's attention replayed in the decode graph; the launch overhead of a small "
+                       "target's decode step" + (" (a small target: it weighs most here)" if small else ""),
+                impact_score=0.45 if small else 0.3,
+                data={"backend": name, "level": d.level, "mode": want, "to": d.to, "certain": certain,
+                      "k": k}))
+    rows = [cg.drafter_eager_under(spec.method, v, want) for v in versions]
+    if all(r is not None for r in rows):
+        out.append(_drafter_eager(
+            facts, cfg, rows, 0.65, f"cudagraph_mode {want} leaves the drafter without CUDA graphs in vLLM "
+            f"{version or versions[-1]}", cc_ev,
+            Fix("Ask for piecewise graphs too, so the drafter is captured (the target keeps FULL decode graphs):",
+                (_mode_fix(cfg, cc, "FULL_AND_PIECEWISE"),)), mode=want))
+    return out
+
+
+def _drafter_eager(facts: Mapping[str, Any], cfg: DeploymentConfig, rows: list[Any], conf: float, why: str,
+                   setting: Evidence, fix: Fix, mode: str | None = None) -> Finding:
+    """config.cudagraph.drafter-mode: the release runs this drafter without CUDA graphs (rows: the drafter row of
+    knowledge/data/cudagraph.toml at every release judged)."""
+    spec = cfg.speculative
+    assert spec is not None and rows[0] is not None
+    r = rows[0]
+    version, vsrc = _version(facts)
+    return Finding(
+        "config.cudagraph.drafter-mode", Category.CUDA_GRAPH, Severity.WARNING, _scaled(facts, conf),
+        f"{why}: the {spec.method} drafter's {spec.num_speculative_tokens or 'k'} draft passes per step run eagerly",
+        evidence=(setting, _spec_ev(cfg), _ver_ev(version, vsrc), Evidence(r.source, r.why)), fix=fix,
+        impact="the drafter's k small forward passes use CUDA graphs", impact_score=0.5,
+        data={"mode": mode, "drafter": r.family, "versions": r.versions})
+
+
 @check("config.cudagraph", categories=[Category.CUDA_GRAPH], needs=["config.deployment"],
-       wants=["vllm.version", "logs.files", "models.pair", "deploy.platform"], sources=[SIGNALS],
+       wants=["vllm.version", "logs.files", "logs.startup", "models.pair", "models.target", "deploy.platform",
+              "inputs.hardware", "nvml.snapshot"],
+       sources=[SIGNALS, "knowledge/data/cudagraph.toml", "knowledge/data/cudagraph_support.json"],
        findings={
            "config.cudagraph.drafter-launch-bound": "V0 stage times: proposals far slower than the draft's size "
                                                     "implies (or than in another log of the same setup)",
            "config.cudagraph.enforce-eager": "--enforce-eager with speculation: target and drafter without CUDA graphs",
            "config.cudagraph.drafter-eager": "the speculative config runs the drafter eagerly",
            "config.cudagraph.mode": "a compilation/cudagraph mode that disables or downgrades graphs with spec",
+           "config.cudagraph.spec-downgrade": "the attention backend cannot replay FULL decode graphs with 1 + K "
+                                              "query tokens: this release falls back to PIECEWISE for the target",
+           "config.cudagraph.drafter-mode": "the cudagraph_mode leaves the drafter without CUDA graphs in this "
+                                            "release (FULL_DECODE_ONLY; FULL before 0.15), or the release's V1 "
+                                            "EAGLE proposer has none (0.8.3-0.8.5)",
+           "config.cudagraph.v0-capture-length": "V0: requests longer than max_seq_len_to_capture decode without "
+                                                 "CUDA graphs (target and draft)",
        })
 def cudagraph(facts: Mapping[str, Any]) -> list[Finding]:
     """CUDA graphs switched off for the target or the drafter.
@@ -1148,6 +1362,8 @@ def cudagraph(facts: Mapping[str, Any]) -> list[Finding]:
             fix=Fix("Remove \"enforce_eager\" from --speculative-config:", _fix_cmds(cfg, version) or ()),
             impact="the drafter's k small forward passes use CUDA graphs", impact_score=0.5))
     cc = cfg.args.get("compilation_config")
+    if isinstance(cc, str):
+        cc = _json_dict(cc) if cc.strip().startswith("{") else _to_int(cc)
     level = cc if isinstance(cc, (int, float)) and not isinstance(cc, bool) else None
     mode = None
     if isinstance(cc, dict):
@@ -1161,23 +1377,10 @@ def cudagraph(facts: Mapping[str, Any]) -> list[Finding]:
             fix=Fix("Let vLLM capture graphs (drop the override, or):",
                     ("--compilation-config '{\"cudagraph_mode\": \"FULL_AND_PIECEWISE\"}'",)),
             impact="cheaper draft and verify steps", impact_score=0.5))
-    elif isinstance(mode, str) and mode.upper() == "FULL" and applicable_rules("cudagraph-spec-downgrade", version) \
-            and (facts.get("deploy.platform") or {}).get("plugin", "vllm") == "vllm":
-        # The downgrade is vLLM's GPU attention backends' (their cudagraph support); a platform plugin's graphs
-        # (vllm-ascend's ACL graphs) follow the plugin's own rules.
-        rule = applicable_rules("cudagraph-spec-downgrade", version)[0]
-        if spec.method in ("eagle", "eagle3") and version is not None and \
-                applicable_rules("drafter-cudagraph-piecewise", version):
-            rule = applicable_rules("drafter-cudagraph-piecewise", version)[0]
-        out.append(Finding(
-            "config.cudagraph.mode", Category.CUDA_GRAPH, Severity.INFO, 0.5,
-            "cudagraph_mode FULL with speculation: vLLM downgrades it on attention backends without "
-            "spec-decode support",
-            evidence=(Evidence(cfg.source_of("compilation_config"), f"compilation_config={cc!r}"),
-                      Evidence(rule["source"], rule["message"])),
-            fix=Fix("Check the log for the downgrade warning, or ask for both modes:",
-                    ("--compilation-config '{\"cudagraph_mode\": \"FULL_AND_PIECEWISE\"}'",)),
-            impact="knowing which graphs actually run", impact_score=0.2))
+    elif (facts.get("deploy.platform") or {}).get("plugin", "vllm") == "vllm" and cfg.args.get("enforce_eager") is not True:
+        # The downgrades below are vLLM's GPU attention backends' and proposers' (their cudagraph support); a platform
+        # plugin's graphs (vllm-ascend's ACL graphs) follow the plugin's own rules.
+        out += _graph_predictions(facts, cfg, cc, level, mode)
     return out
 
 

@@ -1,4 +1,4 @@
-"""The one loader for knowledge files (`knowledge/data/*.toml`): parsed once, shared by every layer above.
+"""The one loader for knowledge files (`knowledge/data/*.toml`, and the mined `*.json` tables): parsed once, shared by every layer above.
 
 `threshold(name)` is how any module reads a threshold; every threshold lives in `data/thresholds.toml` with why it
 has that value and where that comes from."""
@@ -6,6 +6,7 @@ has that value and where that comes from."""
 from __future__ import annotations
 
 import functools
+import json
 import tomllib
 from importlib import resources
 from typing import Any
@@ -16,6 +17,13 @@ def load(name: str) -> dict[str, Any]:
     """data/<name> (e.g. 'flags.toml'), parsed once per process."""
     text = resources.files("spec_doctor.knowledge").joinpath("data", name).read_text(encoding="utf-8")
     return tomllib.loads(text)
+
+
+@functools.cache
+def load_json(name: str) -> dict[str, Any]:
+    """data/<name> (e.g. 'model_support.json'), a table a scripts/mine_*.py wrote, parsed once per process."""
+    data: dict[str, Any] = json.loads(text(name))
+    return data
 
 
 def text(name: str) -> str:

@@ -8,13 +8,13 @@ as supporting what R or the release before it supports. A version older than eve
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
+
+from spec_doctor.knowledge.data import load_json
 
 SUPPORTED = "supported"
 NOT_YET = "not-yet"  # the release predates it
@@ -23,11 +23,8 @@ REMOVED = "removed"  # it is gone after its last release
 UNKNOWN = "unknown"  # the data cannot say (never seen, version unknown or older than every mined release)
 
 
-@lru_cache(maxsize=1)
 def _data() -> dict[str, Any]:
-    text = resources.files("spec_doctor.knowledge").joinpath("data", "model_support.json").read_text("utf-8")
-    data: dict[str, Any] = json.loads(text)
-    return data
+    return load_json("model_support.json")
 
 
 def header() -> dict[str, Any]:

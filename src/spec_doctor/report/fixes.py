@@ -43,7 +43,7 @@ def _split(tokens: list[str]) -> tuple[list[str], list[tuple[str, list[str]]]]:
     flags: list[tuple[str, list[str]]] = []
     for tok in tokens:
         if tok.startswith("-") and not tok.lstrip("-").replace(".", "").isdigit():
-            if "=" in tok and tok.startswith("--"):
+            if "=" in tok:  # --flag=value, and the short dotted form -cc.cudagraph_mode=FULL
                 name, value = tok.split("=", 1)
                 flags.append((_norm(name), [value]))
             else:

@@ -107,6 +107,15 @@ STARTUP = {
     # vllm/v1/core/kv_cache_utils.py@v0.26.0: the KV block count is forced (--num-gpu-blocks-override), so
     # `GPU KV cache size` no longer follows from `Available KV cache memory`.
     "num_gpu_blocks_override": (re.compile(r"Overriding num_gpu_blocks=(\d+) with num_gpu_blocks_override=\d+"), "int"),
+    # The attention backend vLLM picked (vllm/platforms/cuda.py@v0.9.2-0.11.2 "Using FlashInfer backend on V1
+    # engine."; @v0.12.0+ "Using AttentionBackendEnum.FLASHINFER backend." / "Using FLASH_ATTN attention backend out
+    # of potential backends: [...]"), read by knowledge/cudagraph.backend_name.
+    "attention_backend": (re.compile(r"^Using (?:AttentionBackendEnum\.)?([A-Za-z][\w ]{1,40}?) (?:attention )?backend"
+                                     r"(?: on V1 engine| out of potential backends|\.?$)"), "str"),
+    # The CUDA graphs V1 captured, from its progress bar (vllm/v1/worker/gpu_model_runner.py@v0.10.1-0.24.0
+    # `Capturing CUDA graphs (decode, FULL)` / `(mixed prefill-decode, PIECEWISE)`): what the run really got.
+    "cudagraph_decode_mode": (re.compile(r"Capturing CUDA graphs \(decode, (\w+)\)"), "str"),
+    "cudagraph_mixed_mode": (re.compile(r"Capturing CUDA graphs \(mixed prefill-decode, (\w+)\)"), "str"),
     "drafter_loading": (re.compile(r"(Loading drafter model|Starting to load draft model|"
                                    r"Capturing model for (?:\w+ )?(?:Eagle )?speculator)"), "str"),
 }
@@ -128,7 +137,7 @@ MESSAGE_STARTS = (
     r"\d{1,6} Engines Aggregated", r"Avg prompt throughput", r"Prefix cache hit rate", r"vLLM", r"non-default args",
     r"args: ", r"Initializing", r"[\w +]{1,20} KV cache size", r"Maximum concurrency", r"Available KV cache memory",
     r"Model loading took", r"Memory profiling", r"the current vLLM", r"model weights take", r"Graph capturing",
-    r"Loading drafter", r"Starting to load draft", r"Overriding num_gpu_blocks", r"Capturing model for", r"# \w+ blocks", r"Chunked prefill is",
+    r"Loading drafter", r"Starting to load draft", r"Using ", r"Capturing CUDA graphs", r"Overriding num_gpu_blocks", r"Capturing model for", r"# \w+ blocks", r"Chunked prefill is",
     r"Sequence group", r" *(?:▄|█|▀| ){2,80}version ",
 )
 NEEDLES = (b"WARNING", b"ERROR", b"Error", b"error:", b"CRITICAL")

@@ -870,6 +870,8 @@ NEEDLES = L.NEEDLES + (b"Traceback", b'File "', b"Exception", b"Assertion `", b"
                           # metrics lines pasted without their log header (the prefilter anchors on `] `)
                           b"SpecDecoding metrics: ", b"Speculative metrics: ", b"Avg prompt throughput: ", b"draft proposals", b"num_drafts", b"raft tokens",
                           b"raft_tokens", b"at token ", b"ean acceptance length", b"ccpt Len", b"cceptance len", b"ccept len", *BENCH_NEEDLES, b"Serving Benchmark Result", b"vocab_size", b"undefined symbol", b"out of memory", b"not supported with spec-decode",
+                          # V1's CUDA-graph capture progress bar (tqdm, no log header): the modes captured
+                          b"Capturing CUDA graphs (",
                           # pydantic's error-type tag on the line after a config ValidationError
                           b"[type=",
                           # Python argparse refusing the command line: `usage: PROG ...`, `PROG: error: MESSAGE`
