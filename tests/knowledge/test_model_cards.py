@@ -93,6 +93,11 @@ def test_each_example_matches_its_row_and_no_other(card_id, example, suffix):
     ("Qwen/Qwen3-235B-A22B-Thinking-2507-FP8", "Qwen3-235B-A22B"),
     ("deepseek-ai/DeepSeek-R1-0528", "DeepSeek-V3"),
     ("RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3", "RedHatAI-Llama-3.1-8B-speculator.eagle3"),
+    ("zai-org/GLM-4.7-Flash", "GLM-4.7-Flash"),  # a different architecture than GLM-4.7: its own row
+    ("moonshotai/Kimi-K2-Thinking", "Kimi-K2-Thinking"),  # INT4, not Kimi-K2's FP8 row
+    ("moonshotai/Kimi-K2-Instruct-0905", "Kimi-K2"),
+    ("AngelSlim/Qwen3-a3B_eagle3", "AngelSlim-Qwen3-a3B-eagle3"),
+    ("RedHatAI/Qwen3-30B-A3B-Thinking-2507-speculator.eagle3", "RedHatAI-Qwen3-30B-A3B-speculator.eagle3"),
 ])
 def test_lookup_is_robust_to_org_path_and_variant_suffixes(ref, card_id):
     card = card_for(ref)
@@ -103,9 +108,10 @@ def test_lookup_is_robust_to_org_path_and_variant_suffixes(ref, card_id):
     "someorg/Llama-3.1-8B-Instruct-abliterated",  # a fine-tune whose config may differ
     "my-llama-3.1-8b",  # a prefix is not the name
     "Qwen/Qwen3-8B-A3B",  # not a checkpoint the table knows
-    "Qwen/Qwen3.6-27B",  # a newer family: unknown, not the nearest row
+    "Qwen/Qwen3.8-27B",  # a newer family: unknown, not the nearest row
+    "Qwen/Qwen3.6-9B",  # a size of a known family the table has no row for
     "deepseek-ai/DeepSeek-V3.1-Terminus",
-    "zai-org/GLM-4.7-Flash",  # a different architecture than GLM-4.7
+    "zai-org/GLM-4.6V",  # a vision release: not GLM-4.6's row
     "moonshotai/Kimi-K2.5",
     "",
 ])
