@@ -89,9 +89,10 @@ def test_an_ascend_image_tag_is_the_plugins_release_not_vllms(tmp_path):
     assert plat["plugin_release"] == "0.14.0rc1" and plat["vllm_pin"] == ["0.14.1"]  # its matrix row
 
 
+# FULL decode graphs on an attention backend below UNIFORM_BATCH: vLLM's GPU runner downgrades them while speculating
 FULL_CMD = ("vllm serve Qwen/Qwen3-8B --speculative-config '{\"method\": \"eagle3\", \"model\": "
             "\"AngelSlim/Qwen3-8B_eagle3\", \"num_speculative_tokens\": 3}' "
-            "--compilation-config '{\"cudagraph_mode\": \"FULL\"}'")
+            "--compilation-config '{\"cudagraph_mode\": \"FULL\"}' --attention-backend FLASHINFER")
 
 
 DRAFTER_EAGER_CMD = ("vllm serve Qwen/Qwen3-8B --speculative-config '{\"method\": \"eagle3\", \"model\": "
@@ -99,7 +100,7 @@ DRAFTER_EAGER_CMD = ("vllm serve Qwen/Qwen3-8B --speculative-config '{\"method\"
 
 
 @pytest.mark.parametrize("finding, cmd", [
-    ("config.cudagraph.mode", FULL_CMD),
+    ("config.cudagraph.spec-downgrade", FULL_CMD),
     # vllm-ascend's tutorials set "enforce_eager": true for its drafters and its proposer forces it for GLM: vLLM's
     # GPU advice to drop it is for vLLM's own runner only
     ("config.cudagraph.drafter-eager", DRAFTER_EAGER_CMD)])
