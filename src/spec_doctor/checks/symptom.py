@@ -76,9 +76,6 @@ class _Setup:
         value = getattr(version, "value", version)
         self.version = value if isinstance(value, Version) else None
         self.version_source = str(getattr(version, "source", "vllm.version"))
-        model = prior_model()
-        self.prior: dict[str, float] = {} if model is None else model.posterior(
-            prior_features(str(complaint.get("text") or ""), complaint.get("classes") or ()))
 
 
 def prior_features(text: str, classes: Any = None) -> list[str]:
@@ -97,22 +94,6 @@ def prior_model() -> complaint_prior.Model | None:
     if not rows:
         return None
     return complaint_prior.fit([(prior_features(r.text), r.category) for r in rows])
-
-
-def _prior_choice(setup: _Setup, allowed: set[str], least: float) -> tuple[str, float] | None:
-    """The category the complaint prior ranks first among ``allowed`` (those the labelled reports name often
-    enough), with its share of their probability, when that share is at least ``least``."""
-    model = prior_model()
-    if model is None or not setup.prior:
-        return None
-    floor = threshold("complaint_prior_min_support")
-    cand = {c: p for c, p in setup.prior.items() if c in allowed and model.support.get(c, 0) >= floor}
-    total = sum(cand.values())
-    if not total:
-        return None
-    top = max(cand, key=lambda c: cand[c])
-    share = cand[top] / total
-    return (top, share) if share >= least else None
 
 
 def _prior_why(cat: str, share: float) -> str:
@@ -370,9 +351,9 @@ def differential(facts: Mapping[str, Any]) -> list[Finding]:
     is corroborated instead (report/merge.py)."""
     complaint = facts["symptom.complaint"]
     classes = _classes_to_judge(complaint)
-    setup = _Setup(facts, complaint)
     if not classes:
-        return _from_words(setup, complaint)
+        return _from_words(complaint)
+    setup = _Setup(facts, complaint)
     quote = Evidence("--symptom", f"\"{clip(str(complaint['text']), 240)}\" (classes: "
                                   f"{', '.join(complaint['classes'])}"
                                   + (f"; stage: {complaint['stage']}" if complaint.get("stage") else "") + ")")
@@ -408,27 +389,29 @@ def differential(facts: Mapping[str, Any]) -> list[Finding]:
     return out
 
 
-def _from_words(setup: _Setup, complaint: Mapping[str, Any]) -> list[Finding]:
+def _from_words(complaint: Mapping[str, Any]) -> list[Finding]:
     """A complaint whose words match no symptom class: the likely cause by the complaint prior alone, when its first
-    category is probable enough (complaint_prior_words_min) and is a problem; corroborating what other checks found
-    in any category the prior finds plausible."""
-    allowed = {c.value for c in Category if c is not Category.HEALTHY}
-    least = threshold("complaint_prior_words_min")
+    category is a problem the labelled reports name often enough (complaint_prior_min_support) and is probable enough
+    (complaint_prior_words_min); corroborating what other checks found in any category the prior finds plausible."""
     model = prior_model()
-    if model is None or not setup.prior or max(setup.prior.values()) < least:
+    if model is None:
         return []
-    top = next(iter(setup.prior))
-    choice = _prior_choice(setup, allowed, 0.0)
-    if top not in allowed or choice is None or choice[0] != top:
+    prior = model.posterior(prior_features(str(complaint.get("text") or ""), ()))
+    if not prior:
+        return []
+    top, p = next(iter(prior.items()))  # the posterior comes most probable first
+    allowed = {c.value for c in Category if c is not Category.HEALTHY}
+    if top not in allowed or p < threshold("complaint_prior_words_min") \
+            or model.support.get(top, 0) < threshold("complaint_prior_min_support"):
         return []
     cat = Category(top)
-    plausible = sorted(c for c, p in setup.prior.items() if c in allowed and p >= threshold("complaint_prior_plausible"))
+    plausible = sorted(c for c, q in prior.items() if c in allowed and q >= threshold("complaint_prior_plausible"))
     return [Finding(
         # a note, not a warning: the prior names the right cause only about two times in five (its holdout)
         "symptom.words", cat, Severity.INFO, threshold("complaint_prior_confidence"),
         f"Your complaint's words most often mean {cat.value} (no symptom class matched them)",
         (Evidence("--symptom", f"\"{clip(str(complaint['text']), 240)}\" (no symptom class)"),
-         Evidence(f"knowledge/data/{complaint_prior.DATA_FILE}", _prior_why(top, setup.prior[top]))),
+         Evidence(f"knowledge/data/{complaint_prior.DATA_FILE}", _prior_why(top, p))),
         Fix("Check this cause first; give spec-doctor the server log (--log) or the command line (--cmd) to confirm "
             "it", ()),
         impact="A pointer from the complaint's words alone; confirm it before acting on it.", impact_score=0.5,

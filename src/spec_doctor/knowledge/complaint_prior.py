@@ -24,9 +24,9 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
+from spec_doctor.knowledge.data import text as data_text
 from spec_doctor.knowledge.data import threshold
 
 DATA_FILE = "rootcauses.jsonl"
@@ -44,7 +44,7 @@ _STOP = frozenset("""a an the and or but if of to in on at by for with from as i
 that these those i we you he she they my our your their me us them there here have has had do does did not no so
 than then too very can could would should will shall may might must just also only about into over under after before
 when while which what who whom how why all any some each more most other such own same both few again further once
-vllm model models speculative decoding decode spec using use used run running get got when issue bug please help""".split())
+vllm model models speculative decoding decode spec using use used run running get got issue bug please help""".split())
 
 
 def words(text: str) -> list[str]:
@@ -69,7 +69,6 @@ class Row:
     text: str
     category: str
     source: str
-    method: str
     split: str
 
 
@@ -96,34 +95,22 @@ class Model:
         return {c: v / total for c, v in sorted(exp.items(), key=lambda kv: -kv[1])}
 
 
+@functools.cache
 def rows() -> tuple[Row, ...]:
     """The data file's rows (knowledge/data/rootcauses.jsonl)."""
-    return _rows()
+    return tuple(Row(r["text"], r["category"], r["source"], r.get("split") or "fit") for r in _jsonl(DATA_FILE))
 
 
 @functools.cache
-def _rows() -> tuple[Row, ...]:
-    out = []
-    for r in _jsonl(DATA_FILE):
-        out.append(Row(r["text"], r["category"], r["source"], r.get("method") or "unknown", r.get("split") or "fit"))
-    return tuple(out)
-
-
 def neutral_rows() -> tuple[Row, ...]:
     """The texts that state no problem (knowledge/data/complaints.jsonl rows with no symptom class), as rows of the
     ``no-complaint`` class."""
-    return _neutral()
-
-
-@functools.cache
-def _neutral() -> tuple[Row, ...]:
-    return tuple(Row(r["text"], NO_COMPLAINT, r["source"], "unknown", r.get("split") or "fit")
+    return tuple(Row(r["text"], NO_COMPLAINT, r["source"], r.get("split") or "fit")
                  for r in _jsonl(NEUTRAL_FILE) if not r.get("classes"))
 
 
 def _jsonl(name: str) -> list[dict[str, Any]]:
-    text = resources.files("spec_doctor.knowledge").joinpath("data", name).read_text(encoding="utf-8")
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    return [json.loads(line) for line in data_text(name).splitlines() if line.strip()]
 
 
 def fit(samples: Sequence[tuple[Sequence[str], str]], *, alpha: float | None = None,
