@@ -98,10 +98,11 @@ def prior_model() -> complaint_prior.Model | None:
 
 def _prior_why(cat: str, share: float) -> str:
     model = prior_model()
-    n = sum(model.support.values()) if model else 0
+    support = dict(model.support) if model else {}
+    neutral = support.pop(complaint_prior.NO_COMPLAINT, 0)
     return (f"reports worded like yours most often turned out to be {cat} (p={share:.2f} by a word model fitted on "
-            f"{n} labelled public reports, {model.support.get(cat, 0) if model else 0} of them {cat}; "
-            f"knowledge/data/{complaint_prior.DATA_FILE})")
+            f"{sum(support.values())} labelled public reports, {support.get(cat, 0)} of them {cat}, and {neutral} "
+            f"texts that state no problem; knowledge/data/{complaint_prior.DATA_FILE})")
 
 
 def _acceptance_zero(s: _Setup) -> Evidence | None:
