@@ -1125,7 +1125,7 @@ def _asked_mode(cc: Any, level: Any, mode: Any, version: Version) -> tuple[str, 
         return None
     if isinstance(mode, str) and mode.upper() in cg.MODES:
         return mode.upper(), f"compilation_config={cc!r}"
-    lvl = _to_int(level)
+    lvl = _int(level)
     if lvl is not None and version < Version("0.12.0") and lvl != 3:
         return "NONE", f"compilation level {lvl}"
     got = cg.default_mode(version, lvl if lvl is not None and version >= Version("0.12.0") else None)
@@ -1150,13 +1150,6 @@ def _json_dict(text: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return got if isinstance(got, dict) else None
-
-
-def _to_int(value: Any) -> int | None:
-    try:
-        return int(value) if value is not None and not isinstance(value, bool) else None
-    except (TypeError, ValueError):
-        return None
 
 
 def _gpu_name(facts: Mapping[str, Any]) -> str | None:
@@ -1189,8 +1182,8 @@ def _early_releases(facts: Mapping[str, Any], cfg: DeploymentConfig, versions: l
             Fix("Upgrade: V1's EAGLE drafter captures piecewise CUDA graphs from vLLM 0.9.0.",
                 ("pip install -U 'vllm>=0.9.0'",))))
     v0 = [cg.drafter_row(spec.method, v, "v0") if v < Version("0.8.0") else None for v in versions]
-    mml = _to_int(cfg.args.get("max_model_len"))
-    cap = _to_int(cfg.args.get("max_seq_len_to_capture") or cfg.args.get("max_context_len_to_capture")) or 8192
+    mml = _int(cfg.args.get("max_model_len"))
+    cap = _int(cfg.args.get("max_seq_len_to_capture") or cfg.args.get("max_context_len_to_capture")) or 8192
     if not v1 and all(v < Version("0.8.0") for v in versions) and mml and mml > cap \
             and cfg.args.get("enforce_eager") is not True:
         r = v0[0] if all(x is not None for x in v0) else None
@@ -1354,7 +1347,8 @@ def cudagraph(facts: Mapping[str, Any]) -> list[Finding]:
     # tutorials and speculative-decoding guide set "enforce_eager": true for its MTP, EAGLE-3 and DSpark drafters, and
     # its proposer forces it for GLM models (vllm_ascend/spec_decode/llm_base_proposer.py@182b75e:178-199), so
     # vLLM's GPU advice to drop it does not hold there.
-    if spec.enforce_eager is True and (facts.get("deploy.platform") or {}).get("plugin", "vllm") == "vllm":
+    vllm_runner = (facts.get("deploy.platform") or {}).get("plugin", "vllm") == "vllm"
+    if spec.enforce_eager is True and vllm_runner:
         out.append(Finding(
             "config.cudagraph.drafter-eager", Category.CUDA_GRAPH, Severity.WARNING, 0.65,
             "The speculative config runs the drafter eagerly (\"enforce_eager\": true)",
@@ -1363,7 +1357,7 @@ def cudagraph(facts: Mapping[str, Any]) -> list[Finding]:
             impact="the drafter's k small forward passes use CUDA graphs", impact_score=0.5))
     cc = cfg.args.get("compilation_config")
     if isinstance(cc, str):
-        cc = _json_dict(cc) if cc.strip().startswith("{") else _to_int(cc)
+        cc = _json_dict(cc) if cc.strip().startswith("{") else _int(cc)
     level = cc if isinstance(cc, (int, float)) and not isinstance(cc, bool) else None
     mode = None
     if isinstance(cc, dict):
@@ -1377,7 +1371,7 @@ def cudagraph(facts: Mapping[str, Any]) -> list[Finding]:
             fix=Fix("Let vLLM capture graphs (drop the override, or):",
                     ("--compilation-config '{\"cudagraph_mode\": \"FULL_AND_PIECEWISE\"}'",)),
             impact="cheaper draft and verify steps", impact_score=0.5))
-    elif (facts.get("deploy.platform") or {}).get("plugin", "vllm") == "vllm" and cfg.args.get("enforce_eager") is not True:
+    elif vllm_runner and cfg.args.get("enforce_eager") is not True:
         # The downgrades below are vLLM's GPU attention backends' and proposers' (their cudagraph support); a platform
         # plugin's graphs (vllm-ascend's ACL graphs) follow the plugin's own rules.
         out += _graph_predictions(facts, cfg, cc, level, mode)
