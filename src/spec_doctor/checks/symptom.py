@@ -246,10 +246,8 @@ def _bench_flawed(s: _Setup) -> Evidence | None:
     bench = s.facts.get("observed.bench")
     if not bench:
         return None
-    value = getattr(s.facts.get("vllm.version"), "value", s.facts.get("vllm.version"))
     classes = set(s.complaint.get("classes") or ())
-    found = [f for f in flaws(list(bench["runs"]), list(bench["results"]),
-                              value if isinstance(value, Version) else None, threshold("bench_min_prompts"))
+    found = [f for f in flaws(list(bench["runs"]), list(bench["results"]), s.version, threshold("bench_min_prompts"))
              if f.pitfall != "sampling" and (not pitfall(f.pitfall).needs or classes & set(pitfall(f.pitfall).needs))]
     if found:
         f = found[0]

@@ -17,10 +17,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from spec_doctor.knowledge.data import load, load_json
+from spec_doctor.knowledge.data import in_releases, load, load_json
 from spec_doctor.knowledge.models import HEAD, MODEL_FREE, method_family
 
 LEVELS = ("NEVER", "UNIFORM_SINGLE_TOKEN_DECODE", "UNIFORM_BATCH", "ALWAYS")
@@ -126,10 +125,6 @@ def mode_parts(mode: str) -> tuple[str, str]:
     return (str(parts[0]), str(parts[1])) if parts else ("NONE", "NONE")
 
 
-def _applies(spec: str, version: Version) -> bool:
-    return Version(version.base_version) in SpecifierSet(spec)
-
-
 @dataclass(frozen=True)
 class Downgrade:
     """The target's FULL decode graphs that a release gives up under speculation."""
@@ -148,7 +143,7 @@ class Downgrade:
 
 def _conditional(backend: str, version: Version) -> dict[str, Any] | None:
     for c in _rules().get("conditional", []):
-        if c["backend"] == backend and _applies(c["versions"], version):
+        if c["backend"] == backend and in_releases(c["versions"], version):
             return dict(c)
     return None
 
@@ -164,7 +159,7 @@ def spec_downgrade(version: Version, backend: str, mode: str, k: int | None,
     if not k or k < 1 or mode_parts(mode)[1] != "FULL":
         return None
     rule = next((r for r in _rules()["target_rule"] if r["id"] == "spec-downgrade" and
-                 _applies(r["versions"], version)), None)
+                 in_releases(r["versions"], version)), None)
     sup = support(backend, version)
     if rule is None or sup is None:
         return None
@@ -232,7 +227,7 @@ def drafter_row(method: str | None, version: Version, engine: str = "v1") -> Dra
     if engine == "v0" and fam != "lookup":
         fam = "v0"  # V0's draft worker runs every model drafter (draft model, EAGLE, MTP, Medusa) the same way
     for r in _rules()["drafter"]:
-        if r["engine"] == engine and r["family"] == fam and _applies(r["versions"], version):
+        if r["engine"] == engine and r["family"] == fam and in_releases(r["versions"], version):
             return DrafterRow(fam, r["versions"], r["graphs"], r["why"], r["source"],
                               tuple(r.get("eager_modes", ())), r.get("message"))
     return None
@@ -251,7 +246,7 @@ def graphed_requests(version: Version, k: int, max_num_seqs: int | None) -> tupl
     sizes): the capture ceiling in tokens // (1 + K). None before V1's capture sizes (0.9.0) or when max_num_seqs
     is needed and unknown."""
     for r in _rules()["capture"]:
-        if "max_tokens" not in r or not _applies(r["versions"], version):
+        if "max_tokens" not in r or not in_releases(r["versions"], version):
             continue
         expr = r["max_tokens"]
         seqs = max_num_seqs if max_num_seqs is not None else 0

@@ -6,17 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from spec_doctor.knowledge.data import load
+from spec_doctor.knowledge.data import in_releases, load
 from spec_doctor.knowledge.specdata import inference_rules
 
 INACTIVE_FILE = "inactive.toml"
-
-
-def _base(version: Version) -> Version:
-    return Version(version.base_version)
 
 
 def evidence_rows() -> list[dict[str, Any]]:
@@ -41,7 +36,7 @@ def evidence(engine: str, version: Version | None) -> dict[str, Any] | None:
     if version is None:
         return None
     for row in evidence_rows():
-        if row["engine"] == engine and _base(version) in SpecifierSet(row["versions"]):
+        if row["engine"] == engine and in_releases(row["versions"], version):
             return row
     return None
 
@@ -59,7 +54,7 @@ def detected_method(model: str, version: Version) -> tuple[str | None, str]:
     Releases before 0.8.2 (no "method" key) are not covered: (None, "")."""
     low = model.lower()
     for row in inference_rules().get("release_patterns", []):
-        if _base(version) in SpecifierSet(row["versions"]):
+        if in_releases(row["versions"], version):
             for pat in row["patterns"]:
                 if pat["contains"] in low:
                     return pat["method"], row["source"]
