@@ -15,6 +15,7 @@ from typing import Any
 
 from packaging.version import Version
 
+from spec_doctor.engine.model import clip
 from spec_doctor.knowledge.benchmarks import SERVER_DEFAULT, Tool, dataset_kind, datasets_source, tools
 
 MAX_RUNS = 10
@@ -260,7 +261,7 @@ def flaws(runs: list[BenchRun], results: list[dict[str, Any]], version: Version 
     by_name = {t.name: t for t in tools()}
     for run in runs:
         t = by_name[run.tool]
-        shown = clip_text(run.text, 240)
+        shown = clip(run.text, 240)
         why = _synthetic(run, t)
         if why:
             add(Flaw("random-prompts", run, run.source, shown, (why,)))
@@ -308,12 +309,8 @@ def flaws(runs: list[BenchRun], results: list[dict[str, Any]], version: Version 
             if diff:
                 shown = "; ".join(f"{k.replace('_', '-')}: {'(default)' if va is None else va} vs "
                                   f"{'(default)' if vb is None else vb}" for k, va, vb in diff[:6])
-                add(Flaw("unequal-runs", a, a.source, clip_text(a.text, 160),
-                         ((b.source, clip_text(b.text, 160)), ("the two runs", f"differ in {shown}")),
+                add(Flaw("unequal-runs", a, a.source, clip(a.text, 160),
+                         ((b.source, clip(b.text, 160)), ("the two runs", f"differ in {shown}")),
                          share=min(1.0, 0.25 * len(diff))))
                 break
     return list(found.values())
-
-
-def clip_text(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: n - 1] + "…"
