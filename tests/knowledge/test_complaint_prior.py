@@ -146,8 +146,57 @@ def test_a_question_is_no_complaint(small_prior):
 
 
 def test_a_classified_complaint_keeps_its_class_differential(small_prior):
-    """The prior speaks only where no symptom class matched: a class's own default stands although the words
-    point elsewhere (the labelled reports come mostly from fix PRs, so their category mix is not a complaint's)."""
+    """Words cannot move a class off a default the labelled reports never name (complaint_prior_min_support): the
+    small prior knows no spec-overhead report, so slowdown's default stands although the words point elsewhere."""
     out = symptom_check.differential.fn(_facts("zork quux slower", ["slowdown"]))
     assert [f.category for f in out] == [symptom_check.symptom_classes()["slowdown"].default]
     assert "complaint-prior" not in out[0].data["rules"]
+
+
+def test_words_move_a_class_off_its_default_only_when_they_clearly_favour_another(monkeypatch):
+    """With both the default and another candidate of the class known to the prior, words that favour the other
+    (at least complaint_prior_pick_min of the share and complaint_prior_pick_ratio times the default's) decide; words
+    the two share leave the default. The evidence names the labelled reports."""
+    samples = ([(["zork", "quux"], "measurement")] * 6 + [(["quux", "slower"], "spec-overhead")] * 6
+               + [(["how", "enable"], prior.NO_COMPLAINT)] * 6)
+    model = prior.fit(samples, alpha=1.0, prior_power=1.0)
+    monkeypatch.setattr(symptom_check, "prior_model", lambda: model)
+    monkeypatch.setattr(symptom_check, "prior_features", lambda text, classes=None: prior.words(text))
+    default = symptom_check.symptom_classes()["slowdown"].default
+    assert default is Category.SPEC_OVERHEAD and Category.MEASUREMENT in symptom_check.symptom_classes()["slowdown"].points_at
+    moved = symptom_check.differential.fn(_facts("zork quux", ["slowdown"]))
+    assert [f.category for f in moved] == [Category.MEASUREMENT]
+    assert "complaint-words" in moved[0].data["rules"]
+    assert any(e.source.endswith(prior.DATA_FILE) for e in moved[0].evidence)
+    stays = symptom_check.differential.fn(_facts("quux", ["slowdown"]))
+    assert [f.category for f in stays] == [default]
+
+
+def test_the_words_pick_improves_complaint_only_diagnoses_on_held_out_reports(monkeypatch):
+    """Measured, not assumed: fitted on the fit rows only, the class differential with the words' pick names the
+    held-out reports' cause first more often than the class defaults alone, and rarely turns a right default wrong."""
+    from spec_doctor.parsers.symptom import classify
+    rows = prior.rows()
+    model = prior.fit([(symptom_check.prior_features(r.text), r.category)
+                       for r in (*(r for r in rows if r.split == "fit"),
+                                 *(n for n in prior.neutral_rows() if n.split == "fit"))])
+    monkeypatch.setattr(symptom_check, "prior_model", lambda: model)
+    with_pick = without = broke = 0
+    for r in (r for r in rows if r.split == "holdout"):
+        classes = sorted(classify(r.text).classes)
+        if not classes:
+            continue
+        firsts = []
+        for pick in (True, False):
+            if not pick:
+                monkeypatch.setattr(symptom_check, "_words_pick", lambda cls, setup: None)
+            out = symptom_check.differential.fn(_facts(r.text, classes))
+            firsts.append(out[0].category.value if out else None)
+            monkeypatch.undo() if not pick else None
+            monkeypatch.setattr(symptom_check, "prior_model", lambda: model)
+        with_pick += firsts[0] == r.category
+        without += firsts[1] == r.category
+        broke += firsts[1] == r.category and firsts[0] != r.category
+    print(f"\nheld-out complaints with a class: first right {without} without the words' pick, {with_pick} with it; "
+          f"{broke} right defaults turned wrong")
+    assert with_pick > without and broke <= (with_pick - without)

@@ -316,7 +316,43 @@ def _pick(cls: SymptomClass, setup: _Setup) -> tuple[Category, str, Evidence | N
         ev = CONDITIONS[rule.when](setup)
         if ev is not None:
             return rule.category, rule.why, ev, rule.when
+    words = _words_pick(cls, setup)
+    if words is not None:
+        return words
     return cls.default, cls.why, None, None
+
+
+def _words_pick(cls: SymptomClass, setup: _Setup) -> tuple[Category, str, Evidence, str] | None:
+    """With no rule of the class decided, whether the complaint's words move the diagnosis off the class's default
+    to another category the class points at: the complaint prior's likelihood of the words under each (a flat prior:
+    the default already is the class's base rate), among categories the labelled reports name often enough
+    (complaint_prior_min_support; the default too -- words cannot be weighed against a category they never saw), the
+    other at least complaint_prior_pick_min of the share and complaint_prior_pick_ratio times the default's."""
+    model = prior_model()
+    if model is None:
+        return None
+    floor = threshold("complaint_prior_min_support")
+    among = [c for c in dict.fromkeys((cls.default.value, *(c.value for c in cls.points_at)))
+             if model.support.get(c, 0) >= floor]
+    if cls.default.value not in among or len(among) < 2:
+        return None
+    # the words alone: the class itself is what the default already stands for
+    shares = model.likelihood_shares(complaint_prior.words(str(setup.complaint.get("text") or "")), among)
+    if not shares:
+        return None
+    top, share = next(iter(shares.items()))
+    base = shares.get(cls.default.value, 0.0)
+    if top == cls.default.value or share < threshold("complaint_prior_pick_min") \
+            or share < threshold("complaint_prior_pick_ratio") * base:
+        return None
+    cat = Category(top)
+    why = (f"reports worded like yours most often turned out to be {top} rather than {cls.default.value}, this "
+           f"complaint's usual cause (likelihood share {share:.2f} against {base:.2f} among the {len(among)} causes "
+           f"it points at that the labelled reports name at least {floor:g} times)")
+    return cat, cls.why if cat is cls.default else why, Evidence(
+        f"knowledge/data/{complaint_prior.DATA_FILE}", f"{why}; {model.support.get(top, 0)} of the "
+        f"{sum(v for k, v in model.support.items() if k != complaint_prior.NO_COMPLAINT)} labelled public reports "
+        f"are {top}"), "complaint-words"
 
 
 def _commands(cat: Category, cls: SymptomClass, setup: _Setup) -> tuple[str, ...]:

@@ -95,6 +95,21 @@ class Model:
         return {c: v / total for c, v in sorted(exp.items(), key=lambda kv: -kv[1])}
 
 
+    def likelihood_shares(self, features: Iterable[str], among: Iterable[str]) -> dict[str, float]:
+        """P(features | category) normalised over ``among`` (the categories in it the model knows): the words' own
+        evidence with a flat prior, for a caller whose base rate comes from elsewhere (a symptom class's default).
+        Most probable first; {} when no feature is known or no category of ``among`` is."""
+        feats = {f for f in features if f in self.vocabulary}
+        cats = [c for c in dict.fromkeys(among) if c in self.log_like]
+        if not feats or not cats:
+            return {}
+        scores = {c: sum(self.log_like[c].get(f, self.log_unseen[c]) for f in feats) for c in cats}
+        top = max(scores.values())
+        exp = {c: math.exp(v - top) for c, v in scores.items()}
+        total = sum(exp.values())
+        return {c: v / total for c, v in sorted(exp.items(), key=lambda kv: -kv[1])}
+
+
 @functools.cache
 def rows() -> tuple[Row, ...]:
     """The data file's rows (knowledge/data/rootcauses.jsonl)."""
