@@ -324,3 +324,53 @@ def test_a_log_acceptance_is_a_bugs_symptom_only_over_enough_drafted_tokens(tmp_
 
     assert not matched(_spec_log(few, 1, 15))
     assert matched(_spec_log(many, 40, 600))
+
+
+def test_a_quoted_error_puts_its_row_first_among_the_complaints_rows() -> None:
+    """A complaint that quotes a row's message names that row first, with the quote as evidence; the same complaint
+    without the quote ranks the rows by their shown conditions only (here another Gemma 4 MTP crash row leads)."""
+    quote = "AssertionError: All layers in one attention group must share num_heads; got {8, 4}"
+    plain = _complaint(_run(_facts(cmd=GEMMA_MTP_TP2, vllm_version="0.22.0",
+                                   symptoms=("the engine crashes at start-up",))))
+    quoted = _complaint(_run(_facts(cmd=GEMMA_MTP_TP2, vllm_version="0.22.0",
+                                    symptoms=(f"the engine crashes at start-up: {quote}",))))
+    assert len(plain) == len(quoted) == 1
+    assert "gemma4-mtp-attention-group-num-heads-assert" in plain[0].data["bugs"]
+    assert plain[0].data["bug"] != "gemma4-mtp-attention-group-num-heads-assert"
+    assert quoted[0].data["bug"] == "gemma4-mtp-attention-group-num-heads-assert"
+    assert any("quoted error is this bug's message" in e.detail for e in quoted[0].evidence)
+    assert not any("quoted error" in e.detail for e in plain[0].evidence)
+
+
+def test_a_quoted_exception_class_alone_does_not_reorder_the_rows() -> None:
+    """Only the row's message text singles it out: a quoted bare class every crash row shares changes nothing."""
+    plain = _complaint(_run(_facts(cmd=GEMMA_MTP_TP2, vllm_version="0.22.0",
+                                   symptoms=("the engine crashes at start-up",))))
+    bare = _complaint(_run(_facts(cmd=GEMMA_MTP_TP2, vllm_version="0.22.0",
+                                  symptoms=("the engine crashes at start-up: AssertionError",))))
+    assert plain[0].data["bugs"] == bare[0].data["bugs"]
+
+
+@pytest.mark.parametrize(("cmd", "version", "complaint", "row"), [
+    ("vllm serve meta-llama/Llama-3.1-8B-Instruct --attention-backend ROCM_AITER_FA --speculative-config "
+     "'{\"method\":\"eagle3\",\"model\":\"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B\",\"num_speculative_tokens\":3}'",
+     "0.16.0", "the answers are garbage with speculative decoding", "rocm-aiter-fa-spec-decode-wrong-output"),
+    ("vllm serve meta-llama/Llama-3.1-8B-Instruct --kv-transfer-config "
+     "'{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}' --speculative-config "
+     "'{\"method\":\"eagle3\",\"model\":\"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B\",\"num_speculative_tokens\":3}'",
+     "0.17.1", "the acceptance rate is much lower than without disaggregation", "pd-spec-draft-kv-saved-before-drafter"),
+])
+def test_version_flags_and_complaint_name_the_release_row(cmd: str, version: str, complaint: str, row: str) -> None:
+    """Only a version, a command line and a complaint: the row of that release, method and flag leads."""
+    found = _complaint(_run(_facts(cmd=cmd, vllm_version=version, symptoms=(complaint,))))
+    assert len(found) == 1 and found[0].data["bug"] == row
+
+
+def test_the_release_rows_leave_other_flags_and_releases_alone() -> None:
+    """The same complaint without the row's flag, or on the release with the fix, does not name it."""
+    base = ("vllm serve meta-llama/Llama-3.1-8B-Instruct --speculative-config "
+            "'{\"method\":\"eagle3\",\"model\":\"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B\",\"num_speculative_tokens\":3}'")
+    for cmd, version in ((base, "0.16.0"), (base + " --attention-backend TRITON_ATTN", "0.16.0"),
+                         (base + " --attention-backend ROCM_AITER_FA", "0.17.0")):
+        found = _complaint(_run(_facts(cmd=cmd, vllm_version=version, symptoms=("the answers are garbage",))))
+        assert not [f for f in found if "rocm-aiter-fa-spec-decode-wrong-output" in f.data["bugs"]], (cmd, version)

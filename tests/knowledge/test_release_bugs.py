@@ -347,3 +347,32 @@ def test_a_row_needing_an_environment_variable_starts_no_earlier_than_the_variab
     strict = next(b for b in kb.bugs() if b.id == "mrv2-strict-rejection-sampling")
     assert not strict.affects(Version("0.7.1")) and not strict.affects(Version("0.11.2"))
     assert strict.affects(Version("0.12.0")) and strict.affects(Version("0.20.2"))
+
+
+def test_batch5_rows_need_their_stated_conditions() -> None:
+    """Rows of the 2026-12-06 batch 5: each names the deployments its thread states, not its neighbours."""
+    async_row = _row("async-eagle-uneven-draft-counts-no-uniform-decode")
+    assert kb.match(async_row, kb.Deployment(method="eagle3", args={"async_scheduling": True})) is not None
+    assert kb.match(async_row, kb.Deployment(method="eagle3", args={"tensor_parallel_size": 1})) is None
+    assert kb.match(async_row, kb.Deployment(method="ngram", args={"async_scheduling": True})) is None
+    assert async_row.affects(Version("0.11.2")) and not async_row.affects(Version("0.11.0"))
+    assert not async_row.affects(Version("0.12.0"))
+    mrv2_pd = _row("mrv2-pd-spec-kv-connector-before-drafter")
+    pd = {"kv_transfer_config": '{"kv_connector": "NixlConnector"}'}
+    assert kb.match(mrv2_pd, kb.Deployment(method="mtp", args=pd, env={"VLLM_USE_V2_MODEL_RUNNER": "1"}))
+    assert kb.match(mrv2_pd, kb.Deployment(method="mtp", args=pd)) is None
+    assert kb.match(mrv2_pd, kb.Deployment(method="mtp", args={"model": "m"},
+                                           env={"VLLM_USE_V2_MODEL_RUNNER": "1"})) is None
+    tp = _row("v0-draft-tp-no-draft-tokens-hang")
+    assert kb.match(tp, kb.Deployment(method="draft_model", args={"speculative_draft_tensor_parallel_size": 2}))
+    assert kb.match(tp, kb.Deployment(method="draft_model", spec={"draft_tensor_parallel_size": 1})) is None
+    swa = _row("eagle-mtp-swa-prefix-cache-no-hit")
+    v4 = ("deepseek-ai/deepseek-v4-flash",)
+    assert kb.match(swa, kb.Deployment(method="mtp", args={"enable_prefix_caching": True}, families=v4))
+    assert kb.match(swa, kb.Deployment(method="mtp", args={"enable_prefix_caching": False}, families=v4)) is None
+    assert kb.match(swa, kb.Deployment(method="mtp", families=("openai/gpt-oss-120b",))) is None
+    heads = _row("gemma4-mtp-attention-group-num-heads-assert")
+    msg = "All layers in one attention group must share num_heads; got {8, 4} for ['language_model.model.layers.3']"
+    assert kb.exception_matches(heads, "AssertionError", msg) == "exact"
+    assert kb.exception_matches(heads, "AssertionError", "num_heads mismatch") is None
+    assert heads.affects(Version("0.22.0")) and not heads.affects(Version("0.21.0"))

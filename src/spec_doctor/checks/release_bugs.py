@@ -35,7 +35,7 @@ from spec_doctor.knowledge.symptoms import complaint_classes
 
 _SOURCES = ["https://github.com/vllm-project/vllm/releases", "https://pypi.org/simple/vllm/"]
 _WANTS = ["config.deployment", "logs.events", "logs.acceptance", "metrics.deltas", "observed.figures",
-          "models.target", "models.draft", "spec.evidence", "symptom.complaint", "deploy.platform"]
+          "models.target", "models.draft", "spec.evidence", "symptom.complaint", "symptom.errors", "deploy.platform"]
 CRASH_ROOT = "logs.crash.traceback"  # the crash check's finding: a matched crash joins its diagnosis
 PARTIAL_FACTOR = 0.6  # the inferred release range only partly inside the affected releases
 UNKNOWN_FACTOR = 0.85  # a row condition the inputs cannot tell
@@ -251,14 +251,28 @@ def complaint_fits(bug: KnownBug, classes: frozenset[str]) -> bool:
             or ("unsupported" in classes and bug.symptom == "crash" and bug.category == "config-unsupported-combo"))
 
 
-def _complaint_rows(cands: list[tuple[Match, str]], classes: frozenset[str]) -> list[tuple[Match, str]]:
-    """The candidate rows the complaint names, strongest first (more of the row's conditions shown -- none: the
-    method only; the whole release range affected > part of it; fewer conditions assumed; the later fix). A row of every method with no condition
-    shown is never named by a complaint alone (it would name a bug of every speculative deployment)."""
+def _quoted_match(bug: KnownBug, quoted: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The error the complaint quotes (fact symptom.errors) that is this row's by its message text -- an exception
+    class alone is too common to single a row out; a row whose `sites` need traceback frames matches none (a quoted
+    line has no frames)."""
+    for q in quoted:
+        if bug.texts and exception_matches(bug, q.get("exc_type"), q.get("exc_msg"), q.get("modules") or ()) == "exact":
+            return q
+    return None
+
+
+def _complaint_rows(cands: list[tuple[Match, str]], classes: frozenset[str],
+                    quoted: list[dict[str, Any]] | None = None) -> list[tuple[Match, str]]:
+    """The candidate rows the complaint names, strongest first (a row whose message the complaint quotes; more of
+    the row's conditions shown -- none: the method only; the whole release range affected > part of it; fewer
+    conditions assumed; the later fix). A row of every method with no condition shown is never named by a
+    complaint alone (it would name a bug of every speculative deployment)."""
+    quoted = quoted or []
     rows = [(m, cover) for m, cover in cands if complaint_fits(m.bug, classes)
             and not (ANY in m.bug.methods and not m.satisfied)]
-    return sorted(rows, key=lambda mc: (len(mc[0].satisfied), mc[1] == "all", -len(mc[0].unknown),
-                                        mc[0].bug.fixed_in or Version("0")), reverse=True)
+    return sorted(rows, key=lambda mc: (_quoted_match(mc[0].bug, quoted) is not None, len(mc[0].satisfied),
+                                        mc[1] == "all", -len(mc[0].unknown), mc[0].bug.fixed_in or Version("0")),
+                  reverse=True)
 
 
 def _complaint_finding(rows: list[tuple[Match, str]], ver: ReleaseSpan, d: Deployment, classes: frozenset[str],
@@ -272,6 +286,11 @@ def _complaint_finding(rows: list[tuple[Match, str]], ver: ReleaseSpan, d: Deplo
     top = max((m.bug.fixed_in for m, _ in rows if m.bug.fixed_in), default=None)
     said = sorted(classes & {m.bug.symptom for m, _ in rows} or classes)
     ev = [Evidence("--symptom", "the complaint: " + ", ".join(said))]
+    q = _quoted_match(best.bug, list(facts.get("symptom.errors") or []))
+    if q is not None:
+        exc = (q.get("exc_type") or "").rsplit(".", 1)[-1]
+        ev.append(Evidence("--symptom", "the quoted error is this bug's message: "
+                           + clip(": ".join(p for p in (exc, str(q.get("exc_msg") or "")) if p), 160)))
     ev += _evidence(best, ver, cover, d)
     for m, _ in rows[1:COMPLAINT_LISTED]:
         ev.append(Evidence(m.bug.source, f"also: {m.bug.title} (fixed in {m.bug.fixed_in}"
@@ -333,7 +352,8 @@ def symptom(facts: Mapping[str, Any]) -> list[Finding]:
     classes = complaint_classes(facts)
     if classes and not _healthy(facts, d):
         shown = {f.data["symptom"] for f in out}
-        rows = [(m, c) for m, c in _complaint_rows(unseen, classes) if m.bug.symptom not in shown]
+        quoted = list(facts.get("symptom.errors") or [])
+        rows = [(m, c) for m, c in _complaint_rows(unseen, classes, quoted) if m.bug.symptom not in shown]
         if rows:
             out.append(_complaint_finding(rows, ver, d, classes, facts))
     return out
