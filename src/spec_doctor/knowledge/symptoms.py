@@ -56,8 +56,9 @@ class SymptomClass:
 
 def compile_pattern(text: str) -> re.Pattern[str]:
     """A vocabulary entry as a case-insensitive regex matched at a word start (when it starts with a Latin letter
-    or digit: Chinese has no spaces between words, so a CJK entry matches anywhere)."""
-    return re.compile((r"\b" if re.match(r"[A-Za-z0-9_]", text) else "") + f"(?:{text})", re.I)
+    or digit: Chinese has no spaces between words, so a CJK entry matches anywhere). A word start is a Latin word's:
+    Chinese written straight before a Latin word ("开启mtp以后tpot变差") does not hide it."""
+    return re.compile((r"(?<![A-Za-z0-9_])" if re.match(r"[A-Za-z0-9_]", text) else "") + f"(?:{text})", re.I)
 
 
 def table() -> dict[str, Any]:
