@@ -190,7 +190,7 @@ def mine(git: Git, min_version: str = MIN_VERSION, max_version: str | None = Non
             defined = function_names(git.blob(sha))
             for rule, fx in wanted:
                 for func in sorted(defined):
-                    if fx.search(func) and "capturer" not in func:
+                    if fx.search(func):
                         _span(functions[rule.name], f"{path}:{func}", version)
     versions = list(releases)
     out: dict[str, Any] = {}

@@ -88,3 +88,54 @@ def test_a_function_places_a_frame_before_its_module():
     # a path newer than the table: the miner's patterns still place it
     assert place_of("vllm/v1/spec_decode/some_new_proposer.py").by == "pattern"
     assert place_of("torch/nn/modules/module.py") is None
+
+
+# Frames written the way vLLM 0.20 prints them (gpu_model_runner capture -> eagle dummy_run -> a layer), for the
+# precedence only.
+CAPTURE_CRASH = """\
+ERROR 09-01 10:00:00 [core.py:700] EngineCore failed to start.
+ERROR 09-01 10:00:00 [core.py:700] Traceback (most recent call last):
+ERROR 09-01 10:00:00 [core.py:700]   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 691, in run_engine_core
+ERROR 09-01 10:00:00 [core.py:700]   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_model_runner.py", line 2900, in capture_model
+ERROR 09-01 10:00:00 [core.py:700]   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/spec_decode/eagle.py", line 700, in dummy_run
+ERROR 09-01 10:00:00 [core.py:700]   File "/usr/local/lib/python3.12/dist-packages/vllm/model_executor/layers/linear.py", line 500, in forward
+ERROR 09-01 10:00:00 [core.py:700] {exception}
+"""
+EAGLE3 = ("vllm serve meta-llama/Llama-3.1-8B-Instruct --pipeline-parallel-size 2 --speculative-config "
+          "'{\"method\": \"eagle3\", \"model\": \"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B\", \"num_speculative_tokens\": 3}'")
+
+
+def _one_crash(tmp_path, exception: str) -> dict:
+    r = check_log(tmp_path, CAPTURE_CRASH.format(exception=exception), "--cmd", EAGLE3, "--vllm-version", "0.20.0")
+    (crash,) = [f for f in r["findings"] if f["id"] == "logs.crash.traceback"]
+    return crash
+
+
+def test_a_crash_under_capture_in_generic_code_is_cuda_graph(tmp_path):
+    crash = _one_crash(tmp_path, "RuntimeError: CUDA error: an illegal instruction was encountered")
+    assert crash["category"] == "cuda-graph" and crash["data"]["subsystem_step"] == "stack"
+    assert crash["data"]["subsystem_frame"] == "vllm/v1/worker/gpu_model_runner.py:capture_model"
+
+
+# A V0 traceback with a capture frame put on its stack (not a real call chain; for the precedence only) and the
+# exception of vllm#10276's known bug (data/release_bugs.toml v0-draft-tp-chunked-prefill-keyerror).
+V0_KNOWN = """\
+ERROR 11-01 10:00:00 worker_base.py:464] Traceback (most recent call last):
+ERROR 11-01 10:00:00 worker_base.py:464]   File "/usr/local/lib/python3.12/dist-packages/vllm/worker/worker_base.py", line 456, in execute_method
+ERROR 11-01 10:00:00 worker_base.py:464]   File "/usr/local/lib/python3.12/dist-packages/vllm/worker/model_runner.py", line 1500, in capture_model
+ERROR 11-01 10:00:00 worker_base.py:464]   File "/usr/local/lib/python3.12/dist-packages/vllm/spec_decode/spec_decode_worker.py", line 700, in _run_non_driver_rank
+ERROR 11-01 10:00:00 worker_base.py:464] KeyError: 'num_seq_groups'
+"""
+V0_CMD = ("vllm serve meta-llama/Llama-3.1-70B-Instruct --speculative-model meta-llama/Llama-3.2-1B-Instruct "
+          "--num-speculative-tokens 4 --speculative-draft-tensor-parallel-size 2 -tp 4 --enable-chunked-prefill")
+
+
+def test_a_known_bug_of_the_release_comes_before_the_subsystem(tmp_path):
+    r = check_log(tmp_path, V0_KNOWN, "--cmd", V0_CMD, "--vllm-version", "0.6.3")
+    (crash,) = [f for f in r["findings"] if f["id"] == "logs.crash.traceback"]
+    assert crash["data"]["known_bug"] == "v0-draft-tp-chunked-prefill-keyerror"
+    assert crash["category"] == "engine-bug" and crash["data"]["subsystem"] is None
+    # the same frames alone would be a capture failure
+    got = attribute([("vllm/worker/worker_base.py", "execute_method"), ("vllm/worker/model_runner.py", "capture_model"),
+                     ("vllm/spec_decode/spec_decode_worker.py", "_run_non_driver_rank")], "KeyError")
+    assert got is not None and got.category == "cuda-graph"

@@ -131,7 +131,10 @@ def _traceback_finding(tb: Mapping[str, Any], row: Any, count: int, sources: lis
     by_message = catalogued is not None and catalogued is not category
     if catalogued is not None:
         category = catalogued
-    sub = _subsystem(tb, row, catalogued, facts)
+    known = crash_bug(tb["exc_type"], msg, tb["modules"], _method(facts), facts.get("vllm.version"),
+                      facts.get("vllm.version_range"))
+    # A known bug of the release names this very crash: where it was raised says less than that.
+    sub = _subsystem(tb, row, catalogued, facts) if known is None else None
     # the subsystem decides the category when no row did (or only a generic one) and it says more than engine-bug
     by_subsystem = sub is not None and (row is None or sub.row.decides)
     if by_subsystem and sub is not None:
@@ -159,8 +162,6 @@ def _traceback_finding(tb: Mapping[str, Any], row: Any, count: int, sources: lis
                 row.fix if row is not None and not by_message else
                 "Read the exception and the innermost vLLM frame; upgrade to the newest release or report it.")
     life = _lifetime(tpl, facts.get("vllm.version")) if category is Category.ENGINE_BUG else None
-    known = crash_bug(tb["exc_type"], msg, tb["modules"], _method(facts), facts.get("vllm.version"),
-                      facts.get("vllm.version_range"))
     if known is not None:
         kb, sure = known
         ev.append(Evidence(kb.source, f"a known bug{'' if sure else ' (if your release is in ' + kb.versions_label() + ')'}: "
@@ -170,8 +171,9 @@ def _traceback_finding(tb: Mapping[str, Any], row: Any, count: int, sources: lis
         fix_text = f"{fix_text} {life}"
     commands = (sub.row.commands if by_subsystem and sub is not None else
                 row.commands_for(msg) if row is not None and not by_message else ())
-    conf = sub.row.confidence if by_subsystem and sub is not None else \
-        row.confidence if row is not None else 0.55 if catalogued is not None else 0.4
+    conf = row.confidence if row is not None else 0.55 if catalogued is not None else 0.4
+    if by_subsystem and sub is not None:  # more specific than the generic row it replaces: never less sure
+        conf = max(conf, sub.row.confidence) if row is not None else sub.row.confidence
     if not tb["exc_type"]:
         conf = min(conf, 0.5)  # the traceback was cut off before its exception
         if "memory" in complaint_classes(facts) and catalogued is None and (row is None or row.message is None):
@@ -364,8 +366,8 @@ def quoted_errors(facts: Mapping[str, Any]) -> list[Finding]:
 def _subsystem(tb: Mapping[str, Any], row: Any, catalogued: Category | None,
                facts: Mapping[str, Any]) -> Attribution | None:
     """The vLLM subsystem the traceback's frames place it in (knowledge/subsystems.py, data/crash_subsystems.toml):
-    the fallback, asked only when neither vLLM's catalogue (the message's own category) nor a specific crash-site
-    row decided -- no row matched, or only a generic (`fallback`) one."""
+    the fallback, asked only when neither vLLM's catalogue (the message's own category), a specific crash-site row
+    nor a known bug of the release decided -- no row matched, or only a generic (`fallback`) one."""
     if catalogued is not None or (row is not None and not row.fallback):
         return None
     calls = [(str(m), str(f) if f else None) for m, f in tb.get("calls") or ()]

@@ -144,8 +144,7 @@ def place_of(module: str | None, func: str | None = None) -> Place | None:
         if hit is not None:
             return Place(hit[0], module, func, "function", hit[1][0], hit[1][1])
         for name, _, fx, files in rules:
-            if fx is not None and files is not None and files.search(module) and fx.search(func) \
-                    and "capturer" not in func:
+            if fx is not None and files is not None and files.search(module) and fx.search(func):
                 return Place(name, module, func, "function")
     hit = paths.get(module)
     if hit is not None:
