@@ -20,6 +20,7 @@ from spec_doctor.knowledge.catalogue import release_key, releases
 from spec_doctor.knowledge.crashes import classify, stage_of, stage_of_source
 from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.release_bugs import crash_bug
+from spec_doctor.knowledge.subsystems import Attribution, attribute
 from spec_doctor.knowledge.symptoms import complaint_classes
 
 # Exceptions that report an earlier failure rather than cause one (the engine died because of something above).
@@ -130,12 +131,24 @@ def _traceback_finding(tb: Mapping[str, Any], row: Any, count: int, sources: lis
     by_message = catalogued is not None and catalogued is not category
     if catalogued is not None:
         category = catalogued
-    title = ("vLLM stopped with an error" if by_message else row.title if row is not None else "vLLM crashed") + \
+    known = crash_bug(tb["exc_type"], msg, tb["modules"], _method(facts), facts.get("vllm.version"),
+                      facts.get("vllm.version_range"))
+    # A known bug of the release names this very crash: where it was raised says less than that.
+    sub = _subsystem(tb, row, catalogued, facts) if known is None else None
+    # the subsystem decides the category when no row did (or only a generic one) and it says more than engine-bug
+    by_subsystem = sub is not None and (row is None or sub.row.decides)
+    if by_subsystem and sub is not None:
+        category = Category(sub.category)
+    title = ("vLLM stopped with an error" if by_message else sub.row.title if by_subsystem and sub is not None
+             else row.title if row is not None else "vLLM crashed") + \
         f": {exc}" + \
         (f": {clip(msg, 120)}" if msg else "")
     ev = [Evidence(tb["source"], f"{exc}{': ' + clip(msg, 300) if msg else ''} (raised in {where})")]
     if tb["frames"]:
         ev.append(Evidence(tb["source"], "vLLM frames: " + " <- ".join(reversed(tb["frames"]))))
+    if sub is not None:
+        ev.append(Evidence(f"{sub.place.source} (knowledge/data/subsystems.json, crash_subsystems.toml)",
+                           sub.explain()))
     if count > 1:
         ev.append(Evidence(", ".join(sources[1:4]), f"the same traceback {count} times"))
     if tpl and tpl.get("source"):
@@ -143,13 +156,12 @@ def _traceback_finding(tb: Mapping[str, Any], row: Any, count: int, sources: lis
                                           f"{clip(tpl['template'], 200)}"))
     # A row written for this message says more than the catalogue's generic fix for its kind of message.
     specific = row is not None and row.message is not None and not by_message
-    fix_text = (row.fix if specific and row is not None else
+    fix_text = (sub.row.fix if by_subsystem and sub is not None else
+                row.fix if specific and row is not None else
                 tpl["fix"] if tpl and tpl.get("fix") and tpl.get("category") == category.value else
                 row.fix if row is not None and not by_message else
                 "Read the exception and the innermost vLLM frame; upgrade to the newest release or report it.")
     life = _lifetime(tpl, facts.get("vllm.version")) if category is Category.ENGINE_BUG else None
-    known = crash_bug(tb["exc_type"], msg, tb["modules"], _method(facts), facts.get("vllm.version"),
-                      facts.get("vllm.version_range"))
     if known is not None:
         kb, sure = known
         ev.append(Evidence(kb.source, f"a known bug{'' if sure else ' (if your release is in ' + kb.versions_label() + ')'}: "
@@ -157,7 +169,11 @@ def _traceback_finding(tb: Mapping[str, Any], row: Any, count: int, sources: lis
         fix_text, life = kb.fix, None
     if life:
         fix_text = f"{fix_text} {life}"
+    commands = (sub.row.commands if by_subsystem and sub is not None else
+                row.commands_for(msg) if row is not None and not by_message else ())
     conf = row.confidence if row is not None else 0.55 if catalogued is not None else 0.4
+    if by_subsystem and sub is not None:  # more specific than the generic row it replaces: never less sure
+        conf = max(conf, sub.row.confidence) if row is not None else sub.row.confidence
     if not tb["exc_type"]:
         conf = min(conf, 0.5)  # the traceback was cut off before its exception
         if "memory" in complaint_classes(facts) and catalogued is None and (row is None or row.message is None):
@@ -167,18 +183,23 @@ def _traceback_finding(tb: Mapping[str, Any], row: Any, count: int, sources: lis
             title = "vLLM crashed, out of memory as you say (the traceback is cut off before its exception)"
             said = str(facts["symptom.complaint"].get("text") or "")
             ev.append(Evidence("--symptom", f"\"{clip(said, 160)}\": the complaint names running out of memory"))
+            if by_subsystem:
+                commands = ()  # the subsystem's workaround is for the failure it named, not for this one
             fix_text = ("Find the allocation that failed (the exception under the cut, or the first 'CUDA out of "
                         "memory' line): give the draft and its KV cache room with a lower --max-num-seqs, "
                         "--max-model-len or K, or lower --gpu-memory-utilization when memory outside vLLM's profile "
                         "(CUDA graphs, the drafter's buffers) ran out.")
     return Finding("logs.crash.traceback", category, Severity.ERROR, conf, title, tuple(ev),
-                   Fix(fix_text, known[0].commands if known is not None else
-                       row.commands_for(msg) if row is not None and not by_message else ()),
+                   Fix(fix_text, known[0].commands if known is not None else commands),
                    impact="The server or a request crashed.", impact_score=0.9,
                    data={"exception": tb["exc_type"], "message": msg[:500], "site": tb["site"],
                          "function": tb["func"], "rule": row.id if row is not None else None,
                          "catalogue_category": catalogued.value if catalogued is not None else None,
                          "known_bug": known[0].id if known is not None else None,
+                         "subsystem": sub.place.subsystem if sub is not None else None,
+                         "subsystem_frame": sub.place.frame if sub is not None else None,
+                         "subsystem_step": sub.step if sub is not None else None,
+                         "subsystem_decided": by_subsystem and sub is not None and sub.row.decides,
                          "speculation_on": spec_on, "stage": _stage(tb)})
 
 
@@ -328,7 +349,7 @@ def quoted_errors(facts: Mapping[str, Any]) -> list[Finding]:
         tpl = tb.get("template")
         said = tpl is not None and tpl.get("category") not in (None, "none", "healthy")
         f = _traceback_finding(tb, row, 1, [tb["source"]], facts, spec_on)
-        if row is None and not said and f.data.get("known_bug") is None:
+        if row is None and not said and f.data.get("known_bug") is None and not f.data.get("subsystem_decided"):
             continue  # nothing knows this exception: the complaint's differential speaks for it
         if tb["exc_type"] is None and said and tpl is not None:  # a warning or error text vLLM logs, quoted
             f = replace(f, category=Category(tpl["category"]) if tpl["category"] in _CRASH_CATEGORIES else f.category)
@@ -340,6 +361,19 @@ def quoted_errors(facts: Mapping[str, Any]) -> list[Finding]:
                     impact="What the complaint quotes; give the log (--log) for its frames and what came before it.")
         by_category.setdefault(f.category, f)
     return list(by_category.values())
+
+
+def _subsystem(tb: Mapping[str, Any], row: Any, catalogued: Category | None,
+               facts: Mapping[str, Any]) -> Attribution | None:
+    """The vLLM subsystem the traceback's frames place it in (knowledge/subsystems.py, data/crash_subsystems.toml):
+    the fallback, asked only when neither vLLM's catalogue (the message's own category), a specific crash-site row
+    nor a known bug of the release decided -- no row matched, or only a generic (`fallback`) one."""
+    if catalogued is not None or (row is not None and not row.fallback):
+        return None
+    calls = [(str(m), str(f) if f else None) for m, f in tb.get("calls") or ()]
+    if not calls and tb.get("site"):  # a quoted exception: the module the catalogue says raises it
+        calls = [(str(tb["site"]), tb.get("func"))]
+    return attribute(calls, tb.get("exc_type"), _traits(facts))
 
 
 def _stage(tb: Mapping[str, Any]) -> str | None:

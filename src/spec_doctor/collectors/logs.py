@@ -282,6 +282,8 @@ def log_events(store: FactStore) -> list[dict[str, Any]]:
                         "site": module, "func": site.func if site else None,
                         "frames": [f"{f.module}:{f.line} in {f.func}" for f in tb.vllm_frames(4)],
                         "modules": sorted({f.module for f in tb.frames if f.in_vllm} | ({module} if module else set())),
+                        # every vLLM frame, outermost first (knowledge/subsystems.py reads the whole stack)
+                        "calls": [(f.module, f.func) for f in tb.frames if f.in_vllm],
                         "one_line": tb.one_line, "template": template_dict(tpl)})
         events = [{"source": f"{lf.display}:{e.line}", "line": e.line, "level": e.level, "text": e.text,
                    "count": e.count, "template": template_dict(identify(e.text))}

@@ -31,6 +31,7 @@ class CrashSite:
     any_frame: re.Pattern[str] | None
     requires: str | None = None  # a deployment trait the row needs ("quantized": quantized target or KV cache)
     values: re.Pattern[str] | None = None  # named groups over the message that fill {name} in `commands`
+    fallback: bool = False  # a generic row: the subsystem the frames are in may say more (data/crash_subsystems.toml)
 
     def commands_for(self, message: str | None) -> tuple[str, ...]:
         """The row's commands with {name} filled from the message (`values`); without a match, only the commands
@@ -55,7 +56,8 @@ def crash_sites() -> tuple[CrashSite, ...]:
 
     return tuple(CrashSite(r["id"], r["category"], r["title"], r["fix"], tuple(r.get("commands", ())), r["source"],
                            float(r.get("confidence", 0.75)), r.get("spec"), rx(r, "exception"), rx(r, "message"),
-                           rx(r, "site"), rx(r, "any_frame"), r.get("requires"), rx(r, "values"))
+                           rx(r, "site"), rx(r, "any_frame"), r.get("requires"), rx(r, "values"),
+                           bool(r.get("fallback")))
                  for r in load("crash_sites.toml")["site"])
 
 
