@@ -1350,7 +1350,9 @@ def cudagraph(facts: Mapping[str, Any]) -> list[Finding]:
     if cfg.args.get("enforce_eager") is True:
         out.append(Finding(
             "config.cudagraph.enforce-eager", Category.CUDA_GRAPH, Severity.WARNING, 0.7,
-            "--enforce-eager with speculative decoding: target and drafter run without CUDA graphs",
+            "--enforce-eager with speculative decoding: "
+            + ("the target runs without CUDA graphs (its drafter is a look-up, no model)" if model_free(spec.method)
+               else "target and drafter run without CUDA graphs"),
             evidence=(Evidence(cfg.source_of("enforce_eager"), "enforce_eager=True"), _spec_ev(cfg)),
             fix=Fix("Drop --enforce-eager (lower --gpu-memory-utilization or --max-num-seqs if graph capture "
                     "ran out of memory).", ()),
