@@ -116,6 +116,26 @@ def test_gpu_only_graph_advice_is_silent_on_an_npu_run(tmp_path, finding, cmd):
     assert not found(check_log(npu, ACTIVATED + SPEC_ARGS, "--cmd", cmd, "--vllm-version", "0.11.0"))
 
 
+def test_the_plugins_quantization_method_on_the_command_line_is_the_platform(tmp_path):
+    # '--quantization ascend' is vllm-ascend's own method (vllm_ascend/utils.py ASCEND_QUANTIZATION_METHOD, registered
+    # by the plugin): a command line that names it runs on the NPU, as vllm-ascend's speculative-decoding guide's MTP
+    # example does (fixtures/false_alarms/ascend-guide-dsv32exp-mtp2), so the GPU drafter-graph advice stays silent.
+    cmd = ("vllm serve /deepseek-ai/DeepSeek-V3.2-Exp-W8A8 --tensor-parallel-size 16 --quantization {q} "
+           "--compilation-config '{{\"cudagraph_mode\": \"FULL_DECODE_ONLY\"}}' "
+           "--speculative-config '{{\"num_speculative_tokens\": 2, \"method\":\"mtp\"}}'")
+
+    def run(q: str) -> dict:
+        d = tmp_path / q
+        d.mkdir()
+        return check_log(d, SPEC_ARGS, "--cmd", cmd.format(q=q), "--vllm-version", "0.27.1")
+
+    plat = _store(tmp_path, SPEC_ARGS, cmd.format(q="ascend")).get("deploy.platform")
+    assert plat["platform"] == "ascend" and plat["where"] == "--cmd"
+    npu = run("ascend")
+    assert not [f for f in npu["findings"] if f["id"] == "config.cudagraph.drafter-mode"]
+    assert [f for f in run("fp8")["findings"] if f["id"] == "config.cudagraph.drafter-mode"]
+
+
 # -- the plugin's known spec-decode bugs (release_bugs.toml rows with platform = "ascend") --------------------------
 def test_plugin_rows_pin_their_fix_through_the_plugins_matrix():
     from spec_doctor.knowledge import release_bugs as kb

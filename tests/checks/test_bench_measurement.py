@@ -50,6 +50,16 @@ def test_few_prompts_undermine_a_speed_verdict_not_an_acceptance_one():
     assert _check(_bench(text), classes=["low-acceptance"])["observed.bench.few-prompts"].severity.value == "info"
 
 
+def test_a_result_block_alone_draws_no_verdict_so_its_flaws_are_notes():
+    # vLLM's GLM-5 recipe prints its benchmark's result block (32 requests, MTP acceptance 21.33 %) as what success
+    # looks like (fixtures/false_alarms/recipe-glm51-fp8-bench-random): with no complaint and no figures of the
+    # user's, nothing rests on it; a complaint drawn from the same block does.
+    block = {"successful_requests": 32, "acceptance_rate": 21.33, "source": "log.txt:1"}
+    assert _check(_bench(results=[block]))["observed.bench.few-prompts"].severity.value == "info"
+    assert _check(_bench(results=[block]), classes=["slowdown"])["observed.bench.few-prompts"].severity.value \
+        == "warning"
+
+
 def test_unequal_runs_name_what_differs():
     text = ("vllm bench serve --model m --dataset-name sharegpt --dataset-path s.json --num-prompts 300 "
             "--max-concurrency 1 --temperature 0\n"

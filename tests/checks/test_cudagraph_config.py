@@ -149,3 +149,13 @@ def test_releases_before_cudagraph_mode():
         f"{legacy} --max-model-len 32768 --max-seq-len-to-capture 32768", "0.6.3")
     assert run(f"{legacy} --max-model-len 32768", "0.4.2")["config.cudagraph.v0-capture-length"].fix.commands == (
         "--max-context-len-to-capture 32768",)
+
+
+def test_enforce_eager_names_the_drafter_only_where_there_is_a_drafter_model():
+    # --enforce-eager takes the graphs from every model vLLM runs; n-gram and suffix propose by look-up, with no model
+    # (knowledge/data/models.toml model_free), so only the target loses them.
+    lookup = run(f"{TARGET} --enforce-eager --speculative-config '{{\"method\": \"suffix\", "
+                 f"\"num_speculative_tokens\": 15}}'", "0.14.0")["config.cudagraph.enforce-eager"]
+    assert lookup.severity is Severity.WARNING and "the target runs without CUDA graphs" in lookup.title
+    drafter = run(f"{TARGET} --enforce-eager {SPEC}", "0.14.0")["config.cudagraph.enforce-eager"]
+    assert "target and drafter" in drafter.title

@@ -16,6 +16,15 @@ rules (each with its source): config.cudagraph.drafter-eager on four vllm-ascend
 advice), config.scheduler.chunked-prefill-off on vLLM's Qwen3-Next MTP recipe (a trade-off, a warning only where a log
 shows the stall), and releasebugs.symptom.match naming a Model Runner V2 bug on a V0 0.7.1 log of 6 drafted tokens
 (rows floored at the release that reads their env variable; acceptance judged only over min_drafted_tokens).
+
+A second audit added 27 setups (vllm-ascend tutorials and its speculative-decoding guide, vLLM's recipes and MTP docs:
+DeepSeek R1/V3.2/V4, GLM-5/5.2/OCR, Hy3, Kimi K2.5/K2.6, MiniMax M2.7, Qwen3.5/3.8, Step-3.7, Gemma 4, MiMo,
+gpt-oss; MTP, EAGLE/EAGLE-3, DFlash, DSpark, suffix, per-batch K). Before its fixes 5 of them raised a warning; two are
+CAVEATS (--enforce-eager), three were false alarms, fixed in the rules: config.cudagraph.drafter-mode on the guide's
+DeepSeek-V3.2-Exp MTP example ('--quantization ascend' is the plugin's own method: the platform, platforms.toml),
+config.spec-keys.implicit-method on the Gemma 4 recipe's assistant with no "method" (vLLM 0.21.0+ runs a
+gemma4_assistant checkpoint as mtp from its config.json, methods.toml [[inference.checkpoint_types]]), and
+observed.bench.few-prompts on the GLM-5 recipe's own result block (no complaint and no figures of the user's: a note).
 """
 
 from __future__ import annotations
@@ -53,6 +62,12 @@ CAVEATS: dict[str, tuple[frozenset[str], str]] = {
                                 "the PR's test server runs --enforce-eager"),
     "ascend-pr-qwen3-vl-8b-eagle3": (frozenset({"config.cudagraph.enforce-eager"}),
                                      "the PR's test server runs --enforce-eager"),
+    # vllm-ascend's speculative-decoding guide runs its EAGLE example with --enforce-eager (ACL graphs off for the
+    # target and the drafter, as above): an example of the feature, not of its speed.
+    "ascend-guide-llama31-eagle-tp4-eager": (frozenset({"config.cudagraph.enforce-eager"}),
+                                             "the guide's EAGLE example runs --enforce-eager"),
+    "ascend-guide-llama31-suffix15-eager": (frozenset({"config.cudagraph.enforce-eager"}),
+                                            "the guide's Suffix Decoding example runs --enforce-eager"),
 }
 
 

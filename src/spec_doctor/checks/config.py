@@ -30,6 +30,7 @@ from spec_doctor.knowledge.platforms import cuda_graphs_apply, refusal
 from spec_doctor.knowledge.specdata import (
     NEWEST_EXAMINED,
     applicable_rules,
+    detected_by_config,
     flag_info,
     is_mtp_method,
     known_method,
@@ -338,12 +339,24 @@ def spec_keys(facts: Mapping[str, Any]) -> list[Finding]:
         # assistant checkpoint) guessed to be a generic draft model. A plain draft model guessed as draft_model is
         # what the user meant (the release's support for draft models is config.method's to judge).
         head_as_draft = spec.method == "draft_model" and is_head_name(str(spec.model))
+        # A checkpoint whose config.json model_type the release maps to an MTP type runs as mtp all the same
+        # (methods.toml [[inference.checkpoint_types]]): a guess that comes out right is a note, not a warning.
+        by_config = detected_by_config(spec.model, version) if head_as_draft else None
+        if by_config is not None and by_config[2]:
+            head_as_draft = False
         out.append(Finding(
             "config.spec-keys.implicit-method", Category.CONFIG_DEPRECATED,
             Severity.WARNING if head_as_draft else Severity.INFO, 0.7 if version is not None else 0.6,
-            f"No \"method\" in the speculative config: vLLM guesses '{spec.method}' from {spec.model!r}"
-            + (", which is by its name a drafter head, not a generic draft model" if head_as_draft else ""),
+            (f"No \"method\" in the speculative config: vLLM {by_config[1]['versions']} runs {spec.model!r} as "
+             f"'{by_config[0]}' from its config.json (model_type {by_config[1]['model_type']}), not by its name"
+             if by_config is not None and by_config[2] else
+             f"No \"method\" in the speculative config: vLLM guesses '{spec.method}' from {spec.model!r}"
+             + (", which is by its name a drafter head, not a generic draft model" if head_as_draft else "")
+             + (f" (only vLLM {by_config[1]['versions']} reads its config.json as '{by_config[0]}')"
+                if by_config is not None else "")),
             evidence=(_spec_ev(cfg), _ver_ev(version, vsrc),
+                      *((Evidence(by_config[1]["source"], f"model_type {by_config[1]['model_type']} -> method "
+                                  f"{by_config[0]} in vLLM {by_config[1]['versions']}"),) if by_config else ()),
                       Evidence("vllm/config/speculative.py@v0.13.0", "method auto-detection: a bare model is "
                                "draft_model unless its name/config says eagle, eagle3, medusa, mlp_speculator "
                                "or MTP; 0.9.x falls back to V0 when the method is missing"))
@@ -1337,7 +1350,9 @@ def cudagraph(facts: Mapping[str, Any]) -> list[Finding]:
     if cfg.args.get("enforce_eager") is True:
         out.append(Finding(
             "config.cudagraph.enforce-eager", Category.CUDA_GRAPH, Severity.WARNING, 0.7,
-            "--enforce-eager with speculative decoding: target and drafter run without CUDA graphs",
+            "--enforce-eager with speculative decoding: "
+            + ("the target runs without CUDA graphs (its drafter is a look-up, no model)" if model_free(spec.method)
+               else "target and drafter run without CUDA graphs"),
             evidence=(Evidence(cfg.source_of("enforce_eager"), "enforce_eager=True"), _spec_ev(cfg)),
             fix=Fix("Drop --enforce-eager (lower --gpu-memory-utilization or --max-num-seqs if graph capture "
                     "ran out of memory).", ()),

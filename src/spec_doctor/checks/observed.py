@@ -478,8 +478,11 @@ def bench_measurement(facts: Mapping[str, Any]) -> list[Finding]:
     complaint = facts.get("symptom.complaint") or {}
     classes = set(complaint.get("classes") or ())
     figures = facts.get("observed.figures") or {}
+    # Figures a verdict is drawn from: the user's own (--acceptance, --throughput, --latency), or the benchmark's
+    # acceptance where a complaint draws a verdict from it. A result block pasted with no complaint and no figures
+    # of the user's draws none: its flaws are a note about the benchmark, not a warning about the setup.
     measured = any(figures.get(k) is not None for k in ("speedup", "acceptance_rate", "acceptance_length")) \
-        or any(r.get("acceptance_rate") is not None for r in bench["results"])
+        or (bool(classes) and any(r.get("acceptance_rate") is not None for r in bench["results"]))
     spec = getattr(facts.get("config.deployment"), "speculative", None)
     method = str(getattr(spec, "method", None) or getattr(facts.get("models.spec"), "method", None) or "").lower()
     min_prompts = threshold("bench_min_prompts")

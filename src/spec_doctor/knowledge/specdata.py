@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -303,6 +304,20 @@ def infer_method(model: str | None) -> tuple[str | None, str]:
             return pat["method"], f"inferred: the draft name contains {pat['contains']!r}"
     return "draft_model", ("inferred: no method given, so vLLM treats the model as a separate draft model "
                            "(unless the draft's config.json model_type is medusa, mlp_speculator or an MTP type)")
+
+
+def detected_by_config(model: str | None, version: Version | None) -> tuple[str, dict[str, Any], bool] | None:
+    """A drafter checkpoint that vLLM, given no method, runs by its config.json model_type rather than as a draft
+    model (methods.toml [[inference.checkpoint_types]], judged by its name): (method, row, whether the release does
+    so; True where the release is unknown), or None."""
+    if not model:
+        return None
+    low = str(model).lower().rstrip("/")
+    for row in inference_rules().get("checkpoint_types", []):
+        if re.search(row["name_pattern"], low):
+            applies = version is None or Version(version.base_version) in SpecifierSet(row["versions"])
+            return row["method"], row, applies
+    return None
 
 
 def looks_like_ngram_typo(model: str | None) -> bool:
