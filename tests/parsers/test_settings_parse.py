@@ -97,7 +97,8 @@ def test_speculation_named_without_a_method() -> None:
 
 def test_a_no_flag_negates_what_it_names_and_nothing_after_it() -> None:
     # a negation case written for this test: vLLM's `--no-` form of a boolean flag, then other settings
-    named = named_settings("With `--no-async-scheduling`, speculative decoding under pipeline parallelism produces "
-                           "wrong output")
-    assert named.args() == {"pipeline_parallel_size": 2} and "async-scheduling" in named.negated
+    named = named_settings("Started with `--no-enable-chunked-prefill`, speculative decoding with tensor parallel 2 "
+                           "crashes")
+    assert named.args() == {"tensor_parallel_size": 2}
+    assert any("chunked" in n for n in named.negated)
     assert named.speculation == "speculative decoding"
