@@ -1721,3 +1721,58 @@ def sources(facts: Mapping[str, Any]) -> list[Finding]:
                     fix=Fix("Pass the command line and the log of the same run.", ()),
                     impact="findings that combine the two describe one run", impact_score=0.3,
                     data={"conflicts": [{k: str(v) for k, v in c.items()} for c in cfg.conflicts]})]
+
+
+# ---------------------------------------------------------------------------------------------------
+# The same combination rules, read from what the complaint names in prose (fact symptom.settings) when no deployment
+# config was given: (engine argument, the smallest value that sets it off, rule id, what the combination is).
+_NAMED_COMBOS: tuple[tuple[str, Any, str, str], ...] = (
+    ("pipeline_parallel_size", 2, "pipeline-parallel", "pipeline parallelism"),
+    ("async_scheduling", True, "async-scheduling", "--async-scheduling"),
+    ("enable_chunked_prefill", True, "chunked-prefill-exclusive", "chunked prefill"),
+    ("enable_chunked_prefill", True, "chunked-prefill-hidden-state-drafts", "chunked prefill"),
+)
+NAMED_COMBO_CONFIDENCE = 0.6  # a stated release and a setting named in prose (a command line's: 0.85)
+
+
+@check("config.named-combo", categories=[Category.CONFIG_UNSUPPORTED_COMBO], needs=["symptom.settings", "vllm.version"],
+       wants=["config.deployment", "spec.evidence"], sources=[SIGNALS],
+       findings={"config.named-combo": "the complaint names a setting (in prose) that the stated vLLM release refuses "
+                                       "or breaks together with speculative decoding"})
+def named_combo(facts: Mapping[str, Any]) -> list[Finding]:
+    """config.parallel's combination rules (methods.toml [[rule]]) over the settings the complaint names in prose,
+    when no deployment config was given: a stated release (never an inferred one) and speculation shown or a method
+    named. Weaker than a command line: a warning at lower confidence, quoting the phrase."""
+    if facts.get("config.deployment") is not None or _inferred(facts) is not None:
+        return []
+    named = facts["symptom.settings"]
+    spec_on = (facts.get("spec.evidence") or {}).get("on")
+    method = named.get("method")
+    if not (spec_on or named.get("speculation")):
+        return []
+    version, vsrc = _version(facts)
+    args, phrases = dict(named.get("args") or {}), dict(named.get("phrases") or {})
+    out: list[Finding] = []
+    done: set[str] = set()
+    for key, least, rule_id, label in _NAMED_COMBOS:
+        value = args.get(key)
+        if key in done or value is None or value is False or (isinstance(least, int) and not isinstance(least, bool)
+                                                              and int(value) < least):
+            continue
+        rules = applicable_rules(rule_id, version, method)
+        if not rules:
+            continue
+        rule = rules[0]
+        done.add(key)
+        out.append(Finding(
+            "config.named-combo", Category.CONFIG_UNSUPPORTED_COMBO, Severity.WARNING, NAMED_COMBO_CONFIDENCE,
+            f"The complaint names {label} with {method or 'speculative decoding'}: vLLM {version} does not support "
+            "the combination",
+            evidence=(Evidence("--symptom", f"named in the complaint, not shown by a config: \"{phrases.get(key, key)}\""
+                                            f" ({key}={value})" + (f"; method {method}" if method else "")),
+                      _ver_ev(version, vsrc), Evidence(rule["source"], rule["message"])),
+            fix=Fix(f"Serve without {label} while speculating, or use a release that supports it; give the command "
+                    "line (--cmd) to confirm", ()),
+            impact="the server starts or serves correctly", impact_score=0.6,
+            data={"rule": rule_id, "setting": key, "method": method, "named": True}))
+    return out

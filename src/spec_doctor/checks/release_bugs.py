@@ -35,13 +35,15 @@ from spec_doctor.knowledge.symptoms import complaint_classes
 
 _SOURCES = ["https://github.com/vllm-project/vllm/releases", "https://pypi.org/simple/vllm/"]
 _WANTS = ["config.deployment", "logs.events", "logs.acceptance", "metrics.deltas", "observed.figures",
-          "models.target", "models.draft", "spec.evidence", "symptom.complaint", "symptom.errors", "deploy.platform"]
+          "models.target", "models.draft", "spec.evidence", "symptom.complaint", "symptom.errors", "deploy.platform", "symptom.settings"]
 CRASH_ROOT = "logs.crash.traceback"  # the crash check's finding: a matched crash joins its diagnosis
 PARTIAL_FACTOR = 0.6  # the inferred release range only partly inside the affected releases
 UNKNOWN_FACTOR = 0.85  # a row condition the inputs cannot tell
+NAMED_FACTOR = 0.9  # a row condition (or the method) only the complaint's prose names
 # A complaint naming a row's symptom, the strongest row first: its conditions shown by the config, or only the
 # method (log evidence -- the exception / message / figure -- is releasebugs.symptom.match, stronger than both).
-COMPLAINT_CONF = {"conditions": 0.55, "method": 0.4}
+# Conditions only the complaint's prose names (fact symptom.settings) are weaker than the config's: "named".
+COMPLAINT_CONF = {"conditions": 0.55, "named": 0.47, "method": 0.4}
 COMPLAINT_LISTED = 3  # rows a complaint finding names (the rest are counted)
 
 
@@ -77,10 +79,50 @@ def _deployment(facts: Mapping[str, Any]) -> Deployment:
                        or getattr(draft, "quantization", None))
         if draft is None and not draft_q:
             draft_q = None  # no drafter files read and nothing stated: cannot tell
-    return Deployment(method=getattr(spec, "method", None), k=getattr(spec, "num_speculative_tokens", None),
+    said, phrases = _said(facts.get("symptom.settings"))
+    method = getattr(spec, "method", None)
+    if said is not None and spec_unknown(facts) and (said.method or phrases.get(SPECULATION)):
+        # no input says whether speculation is on: the complaint names it (or its method)
+        phrases.setdefault(SPECULATION, f"method {said.method}")
+        if method is None and said.method:
+            method = said.method
+            phrases["method"] = str(said.method)
+    else:
+        phrases.pop(SPECULATION, None)
+    return Deployment(method=method, k=getattr(spec, "num_speculative_tokens", None),
                       args=args, families=tuple(dict.fromkeys(fams)), quantized=quantized, device=device,
                       spec=raw, draft_quantized=draft_q, env=env,
-                      platform=(facts.get("deploy.platform") or {}).get("platform") or "vllm")
+                      platform=(facts.get("deploy.platform") or {}).get("platform") or "vllm",
+                      said=said, said_phrases=phrases)
+
+
+SPECULATION = "speculation"  # said_phrases key: the complaint's words are what says speculation is on
+
+
+def spec_unknown(facts: Mapping[str, Any]) -> bool:
+    """No input says whether speculation is on (fact spec.evidence unavailable): only the complaint can."""
+    return facts.get("spec.evidence") is None
+
+
+def _said(named: Any) -> tuple[Deployment | None, dict[str, str]]:
+    """The complaint's prose settings (fact symptom.settings) as a Deployment of their own, with the phrase per
+    engine argument; (None, {}) when the complaint names none."""
+    if not isinstance(named, Mapping):
+        return None, {}
+    args = dict(named.get("args") or {})
+    phrases = {str(k): str(v) for k, v in (named.get("phrases") or {}).items()}
+    fams = [*(named.get("families") or ()), *(named.get("models") or ())]
+    for fam, phrase in zip(named.get("families") or (), named.get("family_phrases") or (), strict=False):
+        phrases[f"family:{fam}"] = str(phrase)
+    kv = str(args.get("kv_cache_dtype") or "")
+    quantized = True if args.get("quantization") or kv.startswith("fp8") else None
+    if named.get("speculation"):
+        phrases[SPECULATION] = str(named["speculation"])
+    if named.get("k") is not None:
+        phrases["k"] = str(named.get("k_phrase") or f"K={named['k']}")
+    said = Deployment(method=named.get("method"), k=named.get("k"), args=args, families=tuple(fams),
+                      quantized=quantized, device=str(args["device"]) if args.get("device") else None)
+    return said, phrases
 
 
 def _acceptance(facts: Mapping[str, Any], method: str | None, k: int | None) -> tuple[str, str] | None:
@@ -184,12 +226,20 @@ def _healthy(facts: Mapping[str, Any], d: Deployment) -> bool:
     return acc is not None and acc[0] == "good" and not _tracebacks(facts) and not _error_lines(facts)
 
 
-def _candidates(facts: Mapping[str, Any]) -> tuple[ReleaseSpan, Deployment, list[tuple[Match, str]]] | None:
+def _candidates(facts: Mapping[str, Any], prose: bool = True) -> tuple[ReleaseSpan, Deployment,
+                                                                        list[tuple[Match, str]]] | None:
+    """The rows of the user's release that fit the deployment (`prose`: also by the settings the complaint names,
+    fact symptom.settings -- speculation counts as on when no input says otherwise and the complaint names a
+    method)."""
     ver = release_span(facts.get("vllm.version"))
-    spec_on = (facts.get("spec.evidence") or {}).get("on")
+    d = _deployment(facts)
+    if not prose:
+        if "method" in d.said_phrases:
+            d.method = None
+        d.said, d.said_phrases = None, {}
+    spec_on = (facts.get("spec.evidence") or {}).get("on") or SPECULATION in d.said_phrases
     if ver is None or not spec_on:
         return None
-    d = _deployment(facts)
     out = []
     for bug in for_release():
         cover = coverage(bug, ver)
@@ -206,10 +256,14 @@ def _evidence(m: Match, ver: ReleaseSpan, cover: str, d: Deployment) -> list[Evi
     ev = [Evidence(ver.source, f"vLLM {ver.label}" + (" (inferred)" if ver.inferred else "") +
                    f"; the bug affects {bug.affected_label()}" +
                    ("" if cover == "all" else " -- only part of the inferred release range is affected"))]
+    prose_spec = SPECULATION in d.said_phrases  # speculation (and its method) only the complaint names
     said = ("method " + (d.method or "?")) if "any" not in bug.methods else "speculative decoding on"
-    if m.satisfied:
-        said += "; " + "; ".join(m.satisfied)
-    ev.append(Evidence("config", said))
+    if not prose_spec or m.satisfied:
+        ev.append(Evidence("config", "; ".join(([] if prose_spec else [said]) + list(m.satisfied))))
+    if prose_spec or m.named:
+        spoken = f'method {d.method}' if "method" in d.said_phrases else f'speculation ("{d.said_phrases[SPECULATION]}")'
+        ev.append(Evidence("--symptom", "named in the complaint, not shown by a config: "
+                           + "; ".join(([spoken] if prose_spec else []) + list(m.named))))
     if m.unknown:
         ev.append(Evidence("config", "not shown by the inputs (assumed): " + "; ".join(m.unknown)))
     how = {"git-tag": "the first release tag containing the fix commit", "advisory": "the advisory's fixed version", "release-notes": "the release notes",
@@ -269,8 +323,9 @@ def _complaint_rows(cands: list[tuple[Match, str]], classes: frozenset[str],
     complaint alone (it would name a bug of every speculative deployment)."""
     quoted = quoted or []
     rows = [(m, cover) for m, cover in cands if complaint_fits(m.bug, classes)
-            and not (ANY in m.bug.methods and not m.satisfied)]
-    return sorted(rows, key=lambda mc: (_quoted_match(mc[0].bug, quoted) is not None, len(mc[0].satisfied),
+            and not (ANY in m.bug.methods and not (m.satisfied or m.named))]
+    return sorted(rows, key=lambda mc: (_quoted_match(mc[0].bug, quoted) is not None,
+                                        len(mc[0].satisfied) + len(mc[0].named), len(mc[0].satisfied),
                                         mc[1] == "all", -len(mc[0].unknown), mc[0].bug.fixed_in or Version("0")),
                   reverse=True)
 
@@ -280,7 +335,7 @@ def _complaint_finding(rows: list[tuple[Match, str]], ver: ReleaseSpan, d: Deplo
     """ONE finding for every known bug of the release that the complaint names: the best rows with their fixed_in,
     one fix (the highest fixed_in among them)."""
     best, cover = rows[0]
-    conf = COMPLAINT_CONF["conditions" if best.satisfied else "method"]
+    conf = COMPLAINT_CONF["conditions" if best.satisfied else "named" if best.named else "method"]
     conf *= 1.0 if cover == "all" else PARTIAL_FACTOR
     conf *= UNKNOWN_FACTOR if best.unknown else 1.0
     top = max((m.bug.fixed_in for m, _ in rows if m.bug.fixed_in), default=None)
@@ -293,8 +348,9 @@ def _complaint_finding(rows: list[tuple[Match, str]], ver: ReleaseSpan, d: Deplo
                            + clip(": ".join(p for p in (exc, str(q.get("exc_msg") or "")) if p), 160)))
     ev += _evidence(best, ver, cover, d)
     for m, _ in rows[1:COMPLAINT_LISTED]:
+        shown = [*m.satisfied, *(f"named: {n}" for n in m.named)]
         ev.append(Evidence(m.bug.source, f"also: {m.bug.title} (fixed in {m.bug.fixed_in}"
-                                         + (f"; {'; '.join(m.satisfied)}" if m.satisfied else "") + ")"))
+                                         + (f"; {'; '.join(shown)}" if shown else "") + ")"))
     if len(rows) > COMPLAINT_LISTED:
         ev.append(Evidence("knowledge/data/release_bugs.toml", f"{len(rows) - COMPLAINT_LISTED} more known bugs of "
                                                                "this release fit the complaint"))
@@ -341,7 +397,9 @@ def symptom(facts: Mapping[str, Any]) -> list[Finding]:
         if cover != "all":
             conf *= PARTIAL_FACTOR
         if m.unknown:
-            conf *= 0.85
+            conf *= UNKNOWN_FACTOR
+        if m.named or SPECULATION in d.said_phrases:
+            conf *= NAMED_FACTOR
         bug = m.bug
         sev = Severity.ERROR if bug.symptom == "crash" and how == "exact" else Severity.WARNING
         out.append(Finding("releasebugs.symptom.match", _category(bug, tb, d, facts), sev, round(conf, 3),
@@ -354,6 +412,11 @@ def symptom(facts: Mapping[str, Any]) -> list[Finding]:
         shown = {f.data["symptom"] for f in out}
         quoted = list(facts.get("symptom.errors") or [])
         rows = [(m, c) for m, c in _complaint_rows(unseen, classes, quoted) if m.bug.symptom not in shown]
+        if SPECULATION in d.said_phrases:
+            # speculation known from the complaint's words alone: a row needs every condition it has met (shown or
+            # named) and at least one besides the method (the method alone would name every bug of that method in
+            # the release; a condition nothing shows would be a guess on top of a guess)
+            rows = [(m, c) for m, c in rows if (m.satisfied or m.named) and not m.unknown]
         if rows:
             out.append(_complaint_finding(rows, ver, d, classes, facts))
     return out
@@ -365,7 +428,7 @@ def symptom(facts: Mapping[str, Any]) -> list[Finding]:
 def release(facts: Mapping[str, Any]) -> list[Finding]:
     """Known bugs of the user's vLLM release for this method and configuration that nothing in the inputs shows
     happening: an info note each, never a verdict; none when the inputs show the run healthy."""
-    found = _candidates(facts)
+    found = _candidates(facts, prose=False)  # a note is what the inputs show; the complaint's prose is not that
     if found is None:
         return []
     ver, d, cands = found

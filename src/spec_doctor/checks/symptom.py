@@ -66,6 +66,16 @@ class _Setup:
         self.figures = facts.get("observed.figures") or {}
         run = run_figures(self.figures, self.spec, facts.get("metrics.deltas"), facts.get("logs.acceptance"))
         self.k, self.k_source, self.acceptance_source = run.k, run.k_source, run.acceptance_source
+        # What the complaint's prose names (fact symptom.settings), where no input shows it: weaker facts, quoted.
+        named = facts.get("symptom.settings") or {}
+        self.prose_sources: set[str] = set()
+        if self.method is None and named.get("method"):
+            self.method = str(named["method"])
+            self.method_source = f"--symptom (the complaint names {self.method})"
+            self.prose_sources.add(self.method_source)
+        if self.k is None and named.get("k"):
+            self.k, self.k_source = int(named["k"]), f"--symptom (\"{named.get('k_phrase') or named['k']}\")"
+            self.prose_sources.add(self.k_source)
         self.judgement = judge_acceptance(run.rate, run.length, run.k, self.method) if run.acceptance_source else None
         temp = getattr(self.dep, "temperature", None)
         self.temperature = float(temp) if isinstance(temp, (int, float)) else None
@@ -373,7 +383,7 @@ def _categories() -> list[str]:
 
 @check("symptom.differential", categories=_categories(), needs=["symptom.complaint"],
        wants=["config.deployment", "models.spec", "models.pair", "models.target", "observed.figures",
-              "logs.acceptance", "logs.files", "metrics.deltas", "vllm.version", "observed.bench"],
+              "logs.acceptance", "logs.files", "metrics.deltas", "vllm.version", "observed.bench", "symptom.settings"],
        findings={**{f"symptom.{c}": f"the complaint ({c}) with this setup most often means this" for c in CLASSES},
                  "symptom.words": "a complaint no symptom class matches: its likely cause by the complaint prior"},
        sources=[f"knowledge/data/{SYMPTOMS_FILE}", "knowledge/data/taxonomy.md",
@@ -409,8 +419,9 @@ def differential(facts: Mapping[str, Any]) -> list[Finding]:
         fix_text = next((m[0].fix for m in members if m[0].fix), "")
         out.append(Finding(
             f"symptom.{lead.name}", cat, severity,
-            # how sure the complaint alone makes it (symptoms.toml: per class; more when a fact of this setup decided)
-            round(max(m[0].confidence for m in members) + (rule_confidence_gain() if decided else 0.0), 3),
+            # how sure the complaint alone makes it (symptoms.toml: per class; more when a fact of this setup decided,
+            # half as much when only a setting the complaint names in prose decided)
+            round(max(m[0].confidence for m in members) + _gain(decided, setup), 3),
             f"Your complaint ({', '.join(names)}) with this setup most often means {cat.value}"
             + ("" if decided else " (from the complaint alone)"),
             (quote, *decided, Evidence(f"knowledge/data/{SYMPTOMS_FILE} [class.{lead.name}]", why)),
@@ -422,6 +433,14 @@ def differential(facts: Mapping[str, Any]) -> list[Finding]:
                   "complaint": True, "never_healthy": any(n in _NEVER_HEALTHY for n in names),
                   "rules": [m[3] for m in members if m[3]]}))
     return out
+
+
+def _gain(decided: list[Evidence], setup: _Setup) -> float:
+    """The confidence a deciding fact adds: the full gain from an input, half from the complaint's prose alone."""
+    if not decided:
+        return 0.0
+    prose_only = all(e.source in setup.prose_sources for e in decided)
+    return rule_confidence_gain() * (0.5 if prose_only else 1.0)
 
 
 def _from_words(complaint: Mapping[str, Any]) -> list[Finding]:

@@ -64,3 +64,24 @@ def symptom_errors(store: FactStore) -> list[dict[str, Any]]:
     if not out:
         raise FactUnavailable("the complaint quotes no error")
     return list(out.values())
+
+
+@provides("symptom.settings")
+def symptom_settings(store: FactStore) -> dict[str, Any]:
+    """The deployment settings the complaint names in prose (parsers/settings.py): ``{"args": {engine argument:
+    value}, "phrases": {engine argument: the phrase that named it}, "families": model-family words named,
+    "family_phrases", "models": words that can name the target, "method": the one speculative method named, "k": the
+    one K stated, "k_phrase", "speculation": the phrase that names speculative decoding or its method, "negated":
+    setting phrases the text negates (never used), "source": "--symptom"}``. Weaker facts than a command line's:
+    checks use them where the deployment config is absent or silent, and quote the phrase."""
+    from spec_doctor.parsers.settings import named_settings
+
+    complaint = store.get("symptom.complaint")
+    named = named_settings(str(complaint["text"]))
+    if not named.settings and named.speculation is None and named.k is None:
+        raise FactUnavailable("the complaint names no deployment setting")
+    return {"args": named.args(), "phrases": {s.arg: s.phrase for s in named.settings if s.arg},
+            "families": [str(s.value) for s in named.settings if not s.arg],
+            "family_phrases": [s.phrase for s in named.settings if not s.arg],
+            "models": list(named.models), "method": named.method, "k": named.k, "k_phrase": named.k_phrase,
+            "speculation": named.speculation, "negated": list(named.negated), "source": "--symptom"}

@@ -114,6 +114,11 @@ class Deployment:
     env: dict[str, str] = field(default_factory=dict)  # VAR=value set on the command line
     draft_quantized: bool | None = None
     platform: str = "vllm"  # a platform plugin the inputs show (deploy.platform: "ascend"), else vLLM's own
+    # What the complaint names in prose (fact symptom.settings), as a deployment of its own: read only for a
+    # condition the inputs above cannot tell, and only when it shows the condition holding; `said_phrases`: engine
+    # argument (or "k", "family:WORD") -> the phrase that named it.
+    said: Deployment | None = None
+    said_phrases: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -121,6 +126,7 @@ class Match:
     bug: KnownBug
     satisfied: tuple[str, ...]  # conditions the deployment shows
     unknown: tuple[str, ...]  # conditions the inputs cannot tell
+    named: tuple[str, ...] = ()  # conditions only the complaint's prose shows (with the phrase that named each)
 
 
 def _v(text: str | None) -> Version | None:
@@ -354,21 +360,60 @@ def describe_condition(name: str, want: Any) -> str:
     return str(fn(want)) if fn else name
 
 
+# The engine arguments a condition reads (the prose of a complaint shows a condition only when it names all of them).
+_COND_ARGS: dict[str, Any] = {
+    "tp_min": lambda w: ("tensor_parallel_size",), "pp_min": lambda w: ("pipeline_parallel_size",),
+    "dp_min": lambda w: ("data_parallel_size",), "cuda_graphs": lambda w: ("enforce_eager",),
+    "kv_cache_dtype": lambda w: ("kv_cache_dtype",), "prefix_caching": lambda w: ("enable_prefix_caching",),
+    "device": lambda w: ("device",), "flags_set": lambda w: tuple(w), "flag_false": lambda w: (w,),
+    "flag_prefix": lambda w: tuple(dict(w)), "k_min": lambda w: ("k",),
+}
+
+
+def _said(name: str, want: Any, d: Deployment) -> str | None:
+    """The phrase(s) of the complaint that show condition `name` holding (d.said, the complaint's prose), or None:
+    the prose never rules a row out, and a condition it cannot read (a negative one, one whose arguments it does not
+    all name) stays unknown."""
+    said = d.said
+    if said is None:
+        return None
+    if name == "family":
+        pat = re.compile(str(want), re.I)
+        return next((d.said_phrases.get(f"family:{f}", f) for f in said.families if pat.search(f)), None)
+    if name == "quantized":
+        keys: tuple[str, ...] = tuple(k for k in ("quantization", "kv_cache_dtype") if k in d.said_phrases)
+        return d.said_phrases[keys[0]] if keys and said.quantized and bool(want) else None
+    keys = _COND_ARGS[name](want) if name in _COND_ARGS else ()
+    if not keys or not all(k in d.said_phrases for k in keys):
+        return None
+    if not _cond(name, want, said):
+        return None
+    return "; ".join(dict.fromkeys(d.said_phrases[k] for k in keys))
+
+
 def match(bug: KnownBug, d: Deployment) -> Match | None:
     """The row applies to this deployment's method and conditions (the version is the caller's business):
     None when the method differs or a condition is shown not to hold; conditions the inputs cannot tell are
-    returned as `unknown`."""
+    returned as `unknown`, or as `named` where the complaint's prose shows them holding (d.said)."""
     method = normalize_method(d.method)
     if ANY not in bug.methods and (method is None or method not in bug.methods):
         return None
     sat: list[str] = []
     unk: list[str] = []
+    named: list[str] = []
     for name, want in bug.when.items():
         got = _cond(name, want, d)
         if got is False:
             return None
-        (sat if got else unk).append(describe_condition(name, want))
-    return Match(bug, tuple(sat), tuple(unk))
+        if got:
+            sat.append(describe_condition(name, want))
+            continue
+        phrase = _said(name, want, d)
+        if phrase is not None:
+            named.append(f'{describe_condition(name, want)} ("{phrase}")')
+        else:
+            unk.append(describe_condition(name, want))
+    return Match(bug, tuple(sat), tuple(unk), tuple(named))
 
 
 def exception_matches(bug: KnownBug, exc_type: str | None, message: str | None,

@@ -158,19 +158,23 @@ def _observed(text: str, start: int) -> bool:
     return not is_negated(text, start) and not any(p.search(clause) for p in figure_words().hypothetical)
 
 
-def _stated_k(text: str) -> int | None:
-    """The one K the text states (num_speculative_tokens, k=N, or the count of per-position rates)."""
+def stated_k(text: str) -> tuple[int | None, str | None]:
+    """The one K the text states (num_speculative_tokens, k=N, or the count of per-position rates), with the phrase
+    that states it; (None, None) when it states none or several."""
     words = figure_words()
-    ks = {int(m.group(1)) for p in words.k for m in p.finditer(text)}
-    ks |= {len(m.group(1).split(",")) for m in words.per_position.finditer(text)}
-    ks.discard(0)
-    return ks.pop() if len(ks) == 1 else None
+    found = [(int(m.group(1)), m.group(0)) for p in words.k for m in p.finditer(text)]
+    found += [(len(m.group(1).split(",")), m.group(0)) for m in words.per_position.finditer(text)]
+    ks = {k for k, _ in found} - {0}
+    if len(ks) != 1:
+        return None, None
+    k = ks.pop()
+    return k, next(phrase for n, phrase in found if n == k)
 
 
 def _acceptance_classes(text: str) -> dict[str, list[str]]:
     """Acceptance figures the text states, judged against the method's expected acceptance as --acceptance is."""
     words = figure_words()
-    k, method = _stated_k(text), method_in_text(text)
+    k, method = stated_k(text)[0], method_in_text(text)
     out: dict[str, list[str]] = {}
     for pattern, kind in [(p, "rate") for p in words.rate] + [(p, "length") for p in words.length]:
         for m in pattern.finditer(text):
