@@ -47,7 +47,10 @@ COMPLAINT_CONF = {"conditions": 0.55, "named": 0.47, "method": 0.4}
 COMPLAINT_LISTED = 3  # rows a complaint finding names (the rest are counted)
 
 
-def _deployment(facts: Mapping[str, Any]) -> Deployment:
+def _deployment(facts: Mapping[str, Any], prose: bool = True) -> Deployment:
+    """The deployment the inputs show (`prose`: with the settings the complaint names, fact symptom.settings, as
+    ``said`` -- speculation and its method counting as on when no input says otherwise and the complaint names a
+    method)."""
     dep = facts.get("config.deployment")
     spec = getattr(dep, "speculative", None)
     args = dict(getattr(dep, "args", None) or {})
@@ -79,7 +82,7 @@ def _deployment(facts: Mapping[str, Any]) -> Deployment:
                        or getattr(draft, "quantization", None))
         if draft is None and not draft_q:
             draft_q = None  # no drafter files read and nothing stated: cannot tell
-    said, phrases = _said(facts.get("symptom.settings"))
+    said, phrases = _said(facts.get("symptom.settings")) if prose else (None, {})
     method = getattr(spec, "method", None)
     if said is not None and spec_unknown(facts) and (said.method or phrases.get(SPECULATION)):
         # no input says whether speculation is on: the complaint names it (or its method)
@@ -229,14 +232,9 @@ def _healthy(facts: Mapping[str, Any], d: Deployment) -> bool:
 def _candidates(facts: Mapping[str, Any], prose: bool = True) -> tuple[ReleaseSpan, Deployment,
                                                                         list[tuple[Match, str]]] | None:
     """The rows of the user's release that fit the deployment (`prose`: also by the settings the complaint names,
-    fact symptom.settings -- speculation counts as on when no input says otherwise and the complaint names a
-    method)."""
+    _deployment)."""
     ver = release_span(facts.get("vllm.version"))
-    d = _deployment(facts)
-    if not prose:
-        if "method" in d.said_phrases:
-            d.method = None
-        d.said, d.said_phrases = None, {}
+    d = _deployment(facts, prose)
     spec_on = (facts.get("spec.evidence") or {}).get("on") or SPECULATION in d.said_phrases
     if ver is None or not spec_on:
         return None

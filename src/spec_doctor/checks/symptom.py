@@ -359,7 +359,7 @@ def _words_pick(cls: SymptomClass, setup: _Setup) -> tuple[Category, str, Eviden
     why = (f"reports worded like yours most often turned out to be {top} rather than {cls.default.value}, this "
            f"complaint's usual cause (likelihood share {share:.2f} against {base:.2f} among the {len(among)} causes "
            f"it points at that the labelled reports name at least {floor:g} times)")
-    return cat, cls.why if cat is cls.default else why, Evidence(
+    return cat, why, Evidence(
         f"knowledge/data/{complaint_prior.DATA_FILE}", f"{why}; {model.support.get(top, 0)} of the "
         f"{sum(v for k, v in model.support.items() if k != complaint_prior.NO_COMPLAINT)} labelled public reports "
         f"are {top}"), "complaint-words"

@@ -87,13 +87,10 @@ class Model:
         feats = {f for f in features if f in self.vocabulary}
         if not feats:
             return {}
-        scores = {c: self.log_prior[c] + sum(self.log_like[c].get(f, self.log_unseen[c]) for f in feats)
-                  for c in self.log_prior}
-        top = max(scores.values())
-        exp = {c: math.exp(s - top) for c, s in scores.items()}
-        total = sum(exp.values())
-        return {c: v / total for c, v in sorted(exp.items(), key=lambda kv: -kv[1])}
+        return _normalised({c: self.log_prior[c] + self._log_likelihood(c, feats) for c in self.log_prior})
 
+    def _log_likelihood(self, category: str, feats: set[str]) -> float:
+        return sum(self.log_like[category].get(f, self.log_unseen[category]) for f in feats)
 
     def likelihood_shares(self, features: Iterable[str], among: Iterable[str]) -> dict[str, float]:
         """P(features | category) normalised over ``among`` (the categories in it the model knows): the words' own
@@ -103,11 +100,15 @@ class Model:
         cats = [c for c in dict.fromkeys(among) if c in self.log_like]
         if not feats or not cats:
             return {}
-        scores = {c: sum(self.log_like[c].get(f, self.log_unseen[c]) for f in feats) for c in cats}
-        top = max(scores.values())
-        exp = {c: math.exp(v - top) for c, v in scores.items()}
-        total = sum(exp.values())
-        return {c: v / total for c, v in sorted(exp.items(), key=lambda kv: -kv[1])}
+        return _normalised({c: self._log_likelihood(c, feats) for c in cats})
+
+
+def _normalised(log_scores: Mapping[str, float]) -> dict[str, float]:
+    """Log scores as probabilities summing to one, most probable first."""
+    top = max(log_scores.values())
+    exp = {c: math.exp(v - top) for c, v in log_scores.items()}
+    total = sum(exp.values())
+    return {c: v / total for c, v in sorted(exp.items(), key=lambda kv: -kv[1])}
 
 
 @functools.cache
