@@ -182,3 +182,21 @@ def test_a_refusal_the_log_itself_shows_or_a_run_that_never_served_keeps_its_sev
     out = {x.id: x for x in merge_findings([refused, crash, slow, served])}
     assert out["logs.errors.draft-model-not-implemented"].severity is Severity.ERROR
     assert out["speedup.verdict.costing"].severity is Severity.WARNING
+
+
+def test_a_complaint_about_a_running_server_contradicts_a_predicted_refusal_to_start():
+    refused = f("config.method.unsupported", "config.method", "env-version", sev="error", data={"stage": "startup"})
+
+    def complaint(classes, stage):
+        return f("symptom.x", "symptom.differential", "spec-overhead", conf=0.3, ev="--symptom",
+                 data={"classes": classes, "stage": stage, "complaint": True, "corroborates": ["spec-overhead"]})
+
+    # a slowdown can only be measured on a server that started: the refusal did not happen as predicted
+    out = {x.id: x for x in merge_findings([refused, complaint(["slowdown"], "serving")])}
+    m = out["config.method.unsupported"]
+    assert m.severity is Severity.INFO and "your complaint is about a server that ran (slowdown)" in m.impact
+    assert out["symptom.x"].severity is Severity.WARNING
+    # a crash said to happen while serving, a complaint at start-up or of no stage: the prediction stands
+    for classes, stage in ((["crash"], "serving"), (["startup"], "startup"), (["ignored-setting"], None)):
+        kept = {x.id: x for x in merge_findings([refused, complaint(classes, stage)])}
+        assert kept["config.method.unsupported"].severity is Severity.ERROR, classes

@@ -138,7 +138,7 @@ def merge_findings(findings: Iterable[Finding]) -> list[Finding]:
     into the finding it corroborates; the result is in no particular order (rank it)."""
     findings = list(findings)
     supporting = [f for f in findings if corroborates(f)]
-    merged = _merge([f for f in findings if not corroborates(f)])
+    merged = _merge([f for f in findings if not corroborates(f)], told_served=_told_served(supporting))
     for s in supporting:
         merged = _corroborate(merged, s)
     return merged
@@ -212,7 +212,18 @@ complaint's (stage_fits: it refuses to start, the complaint is about serving) ex
     return findings
 
 
-def _merge(findings: list[Finding]) -> list[Finding]:
+def _told_served(complaints: Iterable[Finding]) -> Finding | None:
+    """A complaint about what only a running server shows (knowledge/data/symptoms.toml [stage] serving_classes: a
+    slowdown, latency, acceptance figures, output, preemption), which the user could only have seen if the server
+    started and served; None when no complaint says so."""
+    from spec_doctor.knowledge.symptoms import stage_patterns
+
+    serving = stage_patterns()[2]
+    return next((s for s in complaints if s.data.get("stage") == SERVING
+                 and serving & set(s.data.get("classes") or ())), None)
+
+
+def _merge(findings: list[Finding], told_served: Finding | None = None) -> list[Finding]:
     per_server = len({s for f in findings if (s := server_of(f))}) > 1
     groups: dict[tuple[str, str], list[Finding]] = {}
     for f in findings:
@@ -234,7 +245,7 @@ def _merge(findings: list[Finding]) -> list[Finding]:
                 and f.severity is not Severity.INFO:
             f = _not_borne_out(f, note)
         out.append(f)
-    served = _served(combined.values())
+    served = _served(combined.values()) or told_served
     return [_started_after_all(f, served) if served is not None and _refusal_predicted(f) else f for f in out]
 
 
@@ -255,8 +266,10 @@ def _refusal_predicted(f: Finding) -> bool:
 def _started_after_all(f: Finding, served: Finding) -> Finding:
     """A predicted refusal to start when the run shows the server serving: the prediction is wrong for this run
     (the release, the command or the tables are not what was run), kept as information and said so."""
+    how = (f"your complaint is about a server that ran ({', '.join(served.data.get('classes') or ())}), so the "
+           f"release or setup you gave may not be what ran" if served.data.get("complaint") else served.title)
     said = (f"Predicted from the {', '.join(f.data.get('seen_in') or [source_label(f)])}; yet this run started and "
-            f"served ({served.title}), so it did not happen here")
+            f"served ({how}), so it did not happen here")
     return replace(f, severity=Severity.INFO, confidence=min(f.confidence, 0.5), impact=said,
                    evidence=(*f.evidence, *served.evidence[:1]),
                    data={**f.data, "not_borne_out": {"by": served.id, "title": served.title}})
