@@ -174,7 +174,7 @@ EAGLE3_FDO = ("vllm serve Qwen/Qwen3-8B --speculative-config '{\"method\": \"eag
 
 def test_a_plugin_release_bug_needs_the_plugin_shown(tmp_path):
     def rows(report: dict) -> set[str]:
-        return {b for f in report["findings"] if f["id"].startswith("releasebugs.")
+        return {b for f in report["findings"] + report.get("advisories", []) if f["id"].startswith("releasebugs.")
                 for b in (f["data"].get("bugs") or [f["data"].get("bug")]) if b}
 
     npu = tmp_path / "npu"

@@ -200,3 +200,29 @@ def test_a_complaint_about_a_running_server_contradicts_a_predicted_refusal_to_s
     for classes, stage in ((["crash"], "serving"), (["startup"], "startup"), (["ignored-setting"], None)):
         kept = {x.id: x for x in merge_findings([refused, complaint(classes, stage)])}
         assert kept["config.method.unsupported"].severity is Severity.ERROR, classes
+
+
+def test_a_known_bug_nothing_shows_is_an_advisory_not_a_diagnosis():
+    from spec_doctor.report.build import advisory_notes, standalone_advisory
+
+    def note(fid, title):
+        return f(fid, "releasebugs.release", "env-version", sev="info", conf=0.3,
+                 fix=Fix("upgrade", ("pip install -U 'vllm>=0.11.1'",)),
+                 data={"advisory": True, "bug": fid})
+
+    a, b = note("releasebugs.release.note", "a"), replace(note("releasebugs.release.note", "b"), title="second bug")
+    (alone,) = merge_findings([a, b])
+    assert standalone_advisory(alone)
+    (text,) = advisory_notes([alone])
+    assert text.startswith("advisory, not a diagnosis: known bugs") and "second bug" in text and "vllm>=0.11.1" in text
+    # a finding of another check on the same root cause makes it part of a diagnosis
+    joined = replace(alone, data={**alone.data, "merged": [{"id": "logs.x", "check": "logs.errors"}]})
+    assert not standalone_advisory(joined)
+    # so does a complaint it explains
+    complaint = f("symptom.slowdown", "symptom.differential", "spec-overhead", conf=0.3, ev="--symptom",
+                  data={"classes": ["slowdown"], "stage": "serving", "complaint": True,
+                        "corroborates": ["env-version"]})
+    out = {x.id: x for x in merge_findings([a, complaint])}
+    assert not standalone_advisory(out["releasebugs.release.note"])
+    # an ordinary finding is never an advisory
+    assert not standalone_advisory(f("logs.x", "logs.errors", "engine-bug"))

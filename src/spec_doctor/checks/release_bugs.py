@@ -425,7 +425,9 @@ def symptom(facts: Mapping[str, Any]) -> list[Finding]:
        findings={"releasebugs.release.note": "this vLLM release has a known bug for this configuration (nothing seen)"})
 def release(facts: Mapping[str, Any]) -> list[Finding]:
     """Known bugs of the user's vLLM release for this method and configuration that nothing in the inputs shows
-    happening: an info note each, never a verdict; none when the inputs show the run healthy."""
+    happening: an info note each, never a verdict; none when the inputs show the run healthy. Advisories: the report
+    lists them as notes, not as diagnoses, unless the user's complaint folds into one or a finding of the same root
+    cause merges with it (report/build.py)."""
     found = _candidates(facts, prose=False)  # a note is what the inputs show; the complaint's prose is not that
     if found is None:
         return []
@@ -449,5 +451,7 @@ def release(facts: Mapping[str, Any]) -> list[Finding]:
                            f"Known bug in your release for this configuration: {bug.title} (fixed in {bug.fixed_in})",
                            tuple(_evidence(m, ver, cover, d)), _fix(bug, facts),
                            impact=f"may show as {bug.symptom.replace('-', ' ')}; nothing in the inputs shows it",
-                           impact_score=0.2, data=_data(m, cover, None)))
+                           # an advisory (report/build.py): a note of the report, not a diagnosis, unless a complaint
+                           # it explains or another finding of the same root cause makes it one
+                           impact_score=0.2, data={**_data(m, cover, None), "advisory": True}))
     return out

@@ -28,6 +28,9 @@ class Diagnosis:
     # Findings taken out by the ignore file or the baseline (still shown, never counted).
     suppressed: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Known bugs of the release that nothing in the inputs shows (report/build.py standalone_advisory): listed, never
+    # counted as findings.
+    advisories: list[Finding] = field(default_factory=list)
     # What each input yielded (collectors/inputs.py): rows {"input", "kind", "ok", "speculation", "reason"}.
     input_status: list[dict[str, Any]] = field(default_factory=list)
 

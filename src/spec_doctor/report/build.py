@@ -10,7 +10,7 @@ from typing import Any
 from spec_doctor import __version__
 from spec_doctor.engine.facts import FactStore
 from spec_doctor.engine.inputs import Inputs
-from spec_doctor.engine.model import clip
+from spec_doctor.engine.model import Finding, clip
 from spec_doctor.engine.ranking import rank, verdict
 from spec_doctor.engine.session import Diagnosis
 from spec_doctor.report.fixes import keep_user_settings
@@ -18,7 +18,7 @@ from spec_doctor.report.gating import apply_gates
 from spec_doctor.report.merge import merge_findings
 from spec_doctor.report.redact import neutralise, redact
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"  # 1.1: "advisories"
 
 
 def gate(diag: Diagnosis, ignores: Any = (), baseline: Any = None) -> None:
@@ -28,11 +28,40 @@ def gate(diag: Diagnosis, ignores: Any = (), baseline: Any = None) -> None:
     dep = diag.store.maybe("config.deployment")
     spec_raw = getattr(getattr(dep, "speculative", None), "raw", None) or None
     kept = keep_user_settings(merge_findings(result.kept), diag.inputs.cmd, spec_raw)
+    advisories = [f for f in kept if standalone_advisory(f)]
+    kept = [f for f in kept if not standalone_advisory(f)]
     diag.suppressed = result.suppressed
-    diag.notes = diag.input_notes() + result.notes + complaint_notes(diag.store)
+    diag.advisories = advisories
+    diag.notes = diag.input_notes() + result.notes + complaint_notes(diag.store) + advisory_notes(advisories)
     diag.verdict = verdict(kept, diag.results, speculation_assessed=diag.speculation_assessed)
     # A healthy verdict's basis (its healthy notes) leads and its info findings follow as caveats (ranking.rank).
     diag.findings = rank(kept, healthy_verdict=diag.verdict == "healthy")
+
+
+def standalone_advisory(f: Finding) -> bool:
+    """An advisory (``data["advisory"]``: a known bug of the release that nothing in the inputs shows happening,
+    checks/release_bugs.py) that stayed on its own: no complaint folded into it and no finding of another check merged
+    with it. It says what might happen, not what did, so the report lists it as a note rather than a diagnosis."""
+    if not f.data.get("advisory") or f.data.get("corroborated_by"):
+        return False
+    return all(m.get("check") == f.check_id for m in f.data.get("merged") or [])
+
+
+def advisory_notes(advisories: list[Finding]) -> list[str]:
+    """One note per advisory: what it is about (every bug merged into it), its fix, and that nothing showed it."""
+    out = []
+    for f in advisories:
+        titles = [f.title, *(str(m.get("title")) for m in f.data.get("merged") or [])]
+        what = [t.split(": ", 1)[1] if t.startswith(_ADVISORY_TITLE) else t for t in dict.fromkeys(titles)]
+        fix = f.fix.commands[0] if f.fix is not None and f.fix.commands else ""
+        out.append(f"advisory, not a diagnosis: known bug{'s' if len(what) > 1 else ''} of your vLLM release for this "
+                   f"configuration that nothing in the inputs shows happening: {'; '.join(what)}"
+                   + (f" (the first: {fix})" if fix and len(what) > 1 else f" ({fix})" if fix else ""))
+    return out
+
+
+# how checks/release_bugs.py titles an advisory (the note says it once)
+_ADVISORY_TITLE = "Known bug in your release for this configuration"
 
 
 def complaint_notes(store: FactStore) -> list[str]:
@@ -97,6 +126,8 @@ def report_dict(diag: Diagnosis, *, redact_secrets: bool = True) -> dict[str, An
         report["suppressed"] = diag.suppressed
     if diag.notes:
         report["notes"] = diag.notes
+    if diag.advisories:
+        report["advisories"] = [f.to_dict() for f in diag.advisories]
     extras = diag.store.maybe("report.sections")
     if isinstance(extras, dict) and extras:
         report["sections"] = extras
