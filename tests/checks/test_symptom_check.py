@@ -57,6 +57,16 @@ def test_slowdown_differential():
     assert _cat("throughput dropped", dep=_dep(k=10)) == "k-too-large"
 
 
+def test_a_stated_high_concurrency_points_at_high_concurrency():
+    for text in ("at 64 concurrent requests it is slower than baseline, at concurrency 1 it is 2x faster",
+                 "throughput dropped with concurrency 128", "at c=32 it is slower than plain decoding",
+                 "vllm bench serve --max-concurrency 64: slower with the draft"):
+        assert _cat(text, dep=_dep()) == "high-concurrency", text
+    # a low stated concurrency is no high load
+    for text in ("at 4 concurrent requests it is slower", "throughput dropped with concurrency 1"):
+        assert _cat(text, dep=_dep()) == "spec-overhead", text
+
+
 def test_other_classes():
     assert _cat("CUDA out of memory", dep=_dep()) == "oom"
     assert _cat("the output is gibberish", dep=_dep()) == "engine-bug"
