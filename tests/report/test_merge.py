@@ -218,11 +218,12 @@ def test_a_known_bug_nothing_shows_is_an_advisory_not_a_diagnosis():
     # a finding of another check on the same root cause makes it part of a diagnosis
     joined = replace(alone, data={**alone.data, "merged": [{"id": "logs.x", "check": "logs.errors"}]})
     assert not standalone_advisory(joined)
-    # so does a complaint it explains
-    complaint = f("symptom.slowdown", "symptom.differential", "spec-overhead", conf=0.3, ev="--symptom",
-                  data={"classes": ["slowdown"], "stage": "serving", "complaint": True,
-                        "corroborates": ["env-version"]})
+    # a complaint never folds into one: a bug nothing shows explains nothing the user saw
+    complaint = f("symptom.no-metrics", "symptom.differential", "spec-inactive", conf=0.35, ev="--symptom",
+                  data={"classes": ["no-metrics"], "stage": "serving", "complaint": True,
+                        "corroborates": ["spec-inactive", "env-version"]})
     out = {x.id: x for x in merge_findings([a, complaint])}
-    assert not standalone_advisory(out["releasebugs.release.note"])
+    assert standalone_advisory(out["releasebugs.release.note"])
+    assert out["symptom.no-metrics"].category.value == "spec-inactive"
     # an ordinary finding is never an advisory
     assert not standalone_advisory(f("logs.x", "logs.errors", "engine-bug"))

@@ -40,9 +40,10 @@ def gate(diag: Diagnosis, ignores: Any = (), baseline: Any = None) -> None:
 
 def standalone_advisory(f: Finding) -> bool:
     """An advisory (``data["advisory"]``: a known bug of the release that nothing in the inputs shows happening,
-    checks/release_bugs.py) that stayed on its own: no complaint folded into it and no finding of another check merged
-    with it. It says what might happen, not what did, so the report lists it as a note rather than a diagnosis."""
-    if not f.data.get("advisory") or f.data.get("corroborated_by"):
+    checks/release_bugs.py) that stayed on its own: no finding of another check merged with it (a complaint never
+    folds into one, report/merge.py). It says what might happen, not what did, so the report lists it as a note
+    rather than a diagnosis."""
+    if not f.data.get("advisory"):
         return False
     return all(m.get("check") == f.check_id for m in f.data.get("merged") or [])
 

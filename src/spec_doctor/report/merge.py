@@ -181,8 +181,10 @@ complaint's (stage_fits: it refuses to start, the complaint is about serving) ex
 """
     cats = set(corroborates(s))
     undetermined = set(_table()["complaint"].get("undetermined", ()))
+    # (not an advisory, checks/release_bugs.py: a bug nothing shows cannot explain what the user saw; the bugs whose
+    # symptom the complaint names are releasebugs.symptom's findings)
     candidates = [i for i, f in enumerate(findings) if f.category is not Category.HEALTHY and f.category.value in cats
-                  and stage_fits(f, s) and f.id not in undetermined]
+                  and stage_fits(f, s) and f.id not in undetermined and not f.data.get("advisory")]
     if not candidates:
         alone = replace(s, data={**s.data, "seen_in": [source_label(s)]})
         note = next((f for f in findings if root_key(f) == ("healthy", s.category.value)
