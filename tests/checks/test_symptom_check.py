@@ -67,6 +67,12 @@ def test_a_stated_high_concurrency_points_at_high_concurrency():
         assert _cat(text, dep=_dep()) == "spec-overhead", text
 
 
+def test_no_token_accepted_and_no_metrics_lines_is_speculation_not_running():
+    assert _cat("no draft token is ever accepted", dep=_dep()) == "engine-bug"
+    out = _run("there are no SpecDecoding lines in the log and no tokens are ever accepted", dep=_dep())
+    assert {f.category.value for f in out} == {"spec-inactive"}, [f.id for f in out]
+
+
 def test_other_classes():
     assert _cat("CUDA out of memory", dep=_dep()) == "oom"
     assert _cat("the output is gibberish", dep=_dep()) == "engine-bug"

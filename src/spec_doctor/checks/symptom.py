@@ -191,6 +191,13 @@ def _complaint_high_load(s: _Setup) -> Evidence | None:
     return None
 
 
+def _no_metrics_too(s: _Setup) -> Evidence | None:
+    """The complaint also says the speculative-decoding metrics lines are missing (its no-metrics class)."""
+    if "no-metrics" in (s.complaint.get("classes") or ()):
+        return Evidence("--symptom", "the complaint also says the log has no speculative-decoding metrics")
+    return None
+
+
 def _draft_other_family(s: _Setup) -> Evidence | None:
     """A separate draft model whose files show another vocabulary or model type than the target's."""
     p = s.pair
@@ -306,7 +313,7 @@ CONDITIONS: dict[str, Condition] = {
     "complaint-high-load": _complaint_high_load, "draft-other-family": _draft_other_family,
     "separate-draft-model": _separate_draft_model, "method-not-in-release": _method_not_in_release,
     "draft-large": _draft_large, "request-params": _request_params, "bench-flawed": _bench_flawed,
-    "spec-unconfirmed": _spec_unconfirmed,
+    "spec-unconfirmed": _spec_unconfirmed, "no-metrics-too": _no_metrics_too,
 }
 
 
