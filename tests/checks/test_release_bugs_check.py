@@ -374,3 +374,17 @@ def test_the_release_rows_leave_other_flags_and_releases_alone() -> None:
                          (base + " --attention-backend ROCM_AITER_FA", "0.17.0")):
         found = _complaint(_run(_facts(cmd=cmd, vllm_version=version, symptoms=("the answers are garbage",))))
         assert not [f for f in found if "rocm-aiter-fa-spec-decode-wrong-output" in f.data["bugs"]], (cmd, version)
+
+
+def test_a_crash_at_start_up_is_not_what_a_complaint_about_a_running_server_saw() -> None:
+    from spec_doctor.knowledge.release_bugs import bugs
+
+    row = next(b for b in bugs() if b.id == "mtp-fp8-kv-scales-load")  # "MTP weight loading breaks on FP8 ..."
+    assert row.at_startup and not next(b for b in bugs() if b.id == "gemma4-mtp-ima-tp").at_startup
+    cmd = ("vllm serve deepseek-ai/DeepSeek-V3 -tp 8 "
+           "--speculative-config '{\"method\":\"deepseek_mtp\",\"num_speculative_tokens\":1}'")
+    at_start = _facts(cmd=cmd, vllm_version="0.9.2", symptoms=("it crashes while loading the MTP weights",))
+    assert any(row.id in f.data["bugs"] for f in _complaint(_run(at_start)))
+    serving = _facts(cmd=cmd, vllm_version="0.9.2", symptoms=("it crashes after a few requests under load",))
+    assert serving["symptom.complaint"]["stage"] == "serving"
+    assert not any(row.id in f.data["bugs"] for f in _complaint(_run(serving)))

@@ -14,7 +14,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from spec_doctor.engine.model import Category, Evidence, Finding, Fix, Severity, clip
+from spec_doctor.engine.model import SERVING, Category, Evidence, Finding, Fix, Severity, clip
 from spec_doctor.engine.registry import check
 from spec_doctor.knowledge.crashes import classify
 from spec_doctor.knowledge.data import threshold
@@ -296,6 +296,12 @@ def _data(m: Match, cover: str, matched: str | None) -> dict[str, Any]:
     return out
 
 
+def _complaint_stage(facts: Mapping[str, Any]) -> str | None:
+    """When the user's complaint says it happened (fact symptom.complaint: startup, serving or None)."""
+    c = facts.get("symptom.complaint")
+    return str(c.get("stage")) if isinstance(c, Mapping) and c.get("stage") else None
+
+
 def complaint_fits(bug: KnownBug, classes: frozenset[str]) -> bool:
     """The complaint names the row's symptom: the same class; zero acceptance is also the extreme of a row's low
     acceptance; "not supported" is also a crash row of an unsupported combination (vLLM refusing the config)."""
@@ -314,14 +320,16 @@ def _quoted_match(bug: KnownBug, quoted: list[dict[str, Any]]) -> dict[str, Any]
 
 
 def _complaint_rows(cands: list[tuple[Match, str]], classes: frozenset[str],
-                    quoted: list[dict[str, Any]] | None = None) -> list[tuple[Match, str]]:
+                    quoted: list[dict[str, Any]] | None = None, stage: str | None = None) -> list[tuple[Match, str]]:
     """The candidate rows the complaint names, strongest first (a row whose message the complaint quotes; more of
     the row's conditions shown -- none: the method only; the whole release range affected > part of it; fewer
     conditions assumed; the later fix). A row of every method with no condition shown is never named by a
-    complaint alone (it would name a bug of every speculative deployment)."""
+    complaint alone (it would name a bug of every speculative deployment), nor a crash at start-up (KnownBug.at_startup)
+    by a complaint about a server that ran (``stage`` serving)."""
     quoted = quoted or []
     rows = [(m, cover) for m, cover in cands if complaint_fits(m.bug, classes)
-            and not (ANY in m.bug.methods and not (m.satisfied or m.named))]
+            and not (ANY in m.bug.methods and not (m.satisfied or m.named))
+            and not (stage == SERVING and m.bug.at_startup)]
     return sorted(rows, key=lambda mc: (_quoted_match(mc[0].bug, quoted) is not None,
                                         len(mc[0].satisfied) + len(mc[0].named), len(mc[0].satisfied),
                                         mc[1] == "all", -len(mc[0].unknown), mc[0].bug.fixed_in or Version("0")),
@@ -409,7 +417,8 @@ def symptom(facts: Mapping[str, Any]) -> list[Finding]:
     if classes and not _healthy(facts, d):
         shown = {f.data["symptom"] for f in out}
         quoted = list(facts.get("symptom.errors") or [])
-        rows = [(m, c) for m, c in _complaint_rows(unseen, classes, quoted) if m.bug.symptom not in shown]
+        rows = [(m, c) for m, c in _complaint_rows(unseen, classes, quoted, _complaint_stage(facts))
+                if m.bug.symptom not in shown]
         if SPECULATION in d.said_phrases:
             # speculation known from the complaint's words alone: a row needs every condition it has met (shown or
             # named) and at least one besides the method (the method alone would name every bug of that method in
@@ -434,7 +443,7 @@ def release(facts: Mapping[str, Any]) -> list[Finding]:
     ver, d, cands = found
     if _healthy(facts, d):
         return []
-    named = {m.bug.id for m, _ in _complaint_rows(cands, complaint_classes(facts))}
+    named = {m.bug.id for m, _ in _complaint_rows(cands, complaint_classes(facts), stage=_complaint_stage(facts))}
     out = []
     # The notes combine into one (report/merge.py: one finding per category), led by the first of equal score: the
     # row whose conditions the deployment shows most leads, not a row that only names the method (stable: table order).

@@ -58,6 +58,12 @@ def normalize_method(method: str | None) -> str | None:
     return m
 
 
+# A row title that places the crash before serving: loading, initialisation, start-up, a refusal at start.
+_STARTUP_TITLE = re.compile(r"\b(?:fails? (?:to (?:load|initiali[sz]e|start)|at (?:start-?up|engine initiali[sz]ation))"
+                            r"|refused at start-?up|at start-?up|weight loading|weights? fail to load|fail to load"
+                            r"|load(?:s|ing)? (?:its |the )?[\w-]* ?weights)", re.I)
+
+
 @dataclass(frozen=True)
 class KnownBug:
     id: str
@@ -82,6 +88,13 @@ class KnownBug:
     meaning: str = ""
     commands: tuple[str, ...] = ()
     fixed_note: str = ""  # what the sources say about the fix, where the release alone does not say it
+
+    @property
+    def at_startup(self) -> bool:
+        """A crash that happens before the server serves: the row's title says it fails to load, initialise or
+        start, or is refused at start-up (vLLM loads weights, initialises the engine, profiles memory and captures
+        CUDA graphs before it takes a request). Such a bug cannot be what a complaint about a running server saw."""
+        return self.symptom == "crash" and bool(_STARTUP_TITLE.search(self.title))
 
     def affects(self, version: Version) -> bool:
         v = Version(version.base_version)
