@@ -19,7 +19,7 @@ from spec_doctor.parsers.symptom import classify
 CORPUS = Path(__file__).resolve().parents[2] / "src" / "spec_doctor" / "knowledge" / "data" / "complaints.jsonl"
 # split -> (micro recall, micro precision, share of complaints matching no class at most, share of complaint-free
 # rows given a class at most)
-FLOORS = {"fit": (0.93, 0.96, 0.05, 0.03), "holdout": (0.76, 0.82, 0.19, 0.12)}
+FLOORS = {"fit": (0.93, 0.93, 0.05, 0.05), "holdout": (0.76, 0.84, 0.19, 0.11)}
 
 
 def _rows() -> list[dict]:
@@ -32,7 +32,7 @@ def _split_of(url: str) -> str:
 
 def test_the_set_is_well_formed():
     rows = _rows()
-    assert 300 <= len(rows) <= 450
+    assert 450 <= len(rows) <= 650
     assert len({r["text"] for r in rows}) == len(rows)
     for r in rows:
         assert set(r) == {"text", "classes", "source", "split"}
@@ -40,8 +40,8 @@ def test_the_set_is_well_formed():
         assert r["source"].startswith("https://github.com/")
         assert r["split"] == _split_of(r["source"]), r  # the split is the fixed rule, not a choice
     splits = Counter(r["split"] for r in rows)
-    assert splits["holdout"] >= 40 and splits["fit"] >= 100
-    assert sum(not r["classes"] for r in rows) >= 40  # rows that state no complaint measure false alarms
+    assert splits["holdout"] >= 140 and splits["fit"] >= 300
+    assert sum(not r["classes"] for r in rows) >= 150  # rows that state no complaint measure false alarms
 
 
 def measure(split: str) -> dict:

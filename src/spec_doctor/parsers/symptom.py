@@ -135,20 +135,26 @@ def matches(text: str, patterns: Iterable[re.Pattern[str]]) -> bool:
     return bool(_hits(text, patterns)[0])
 
 
+# The Unicode hyphens (U+2010, and U+2011 that editors and chat clients put in "spec‑decode") read as the ASCII
+# hyphen the patterns are written with; one character for one, so positions do not move.
+_HYPHENS = str.maketrans({"\u2010": "-", "\u2011": "-"})
+
+
 def classify(text: str) -> Complaint:
     """The symptom classes and stage of a complaint (case-insensitive, negations honoured)."""
     matched: dict[str, tuple[str, ...]] = {}
     negated: list[str] = []
+    read = text.translate(_HYPHENS)
     for name in CLASSES:
         cls = symptom_classes()[name]
-        kept, neg = _hits(text, cls.patterns, cls.positive_after, cls.positive_before)
+        kept, neg = _hits(read, cls.patterns, cls.positive_after, cls.positive_before)
         negated += neg
         if kept:
             matched[name] = tuple(dict.fromkeys(kept))
-    for name, phrases in stated_figures(text).items():
+    for name, phrases in stated_figures(read).items():
         matched[name] = tuple(dict.fromkeys((*matched.get(name, ()), *phrases)))
     classes = tuple(c for c in CLASSES if c in matched)
-    return Complaint(text=text, classes=classes, stage=_stage(text, classes), matched=matched,
+    return Complaint(text=text, classes=classes, stage=_stage(read, classes), matched=matched,
                      negated=tuple(dict.fromkeys(negated)))
 
 
