@@ -282,3 +282,10 @@ def test_a_disputed_figure_is_measurement():
     # a rate said to change with K is the rate's definition: the rule names the pitfall
     out = _with_bench("the acceptance rate changes based on the number of spec tokens, which is not expected")
     assert out[0].category.value == "measurement" and "bench-flawed" in out[0].data["rules"]
+
+
+def test_prefill_named_as_part_of_the_measurement_is_no_first_token_complaint():
+    described = _with_bench("MTP is slower than without; I measured the end-to-end latency including prefill")
+    assert {f.category.value for f in described} == {"measurement"}
+    # the first token said to get worse is still the first token's
+    assert "engine-bug" in {f.category.value for f in _with_bench("TTFT doubled with MTP, the prefill is slower")}

@@ -58,6 +58,7 @@ def test_the_same_words_outside_a_measurement_name_nothing(text, pitfall):
     "the acceptance rate is much smaller than the mean acceptance length suggests; it is lower than tokens per step",
     "the draft acceptance rate changes with num_speculative_tokens",
     "the per-position acceptance table is always empty",
+    "the prometheus metrics and the log show different acceptance rates",
 ])
 def test_a_figure_disputed_is_the_metric_mismatch_class(text):
     assert "metric-mismatch" in classify(text).classes, text
@@ -70,6 +71,7 @@ def test_a_figure_disputed_is_the_metric_mismatch_class(text):
     "no spec decode metrics in the log",
     "the generated table is missing a column",
     "throughput dropped with MTP",
+    "the benchmark and the log show that MTP is slower",
 ])
 def test_no_metric_mismatch_without_a_disputed_figure(text):
     assert "metric-mismatch" not in classify(text).classes, text
@@ -84,3 +86,14 @@ def test_no_metric_mismatch_without_a_disputed_figure(text):
 ])
 def test_a_per_token_speed_from_the_whole_request_time(text, named):
     assert ("e2e-per-token" in _named(text)) is named, text
+
+
+@pytest.mark.parametrize("text, named", [
+    ("acceptance rate is low with eagle3, measured with temperature 1.0 in the benchmark", True),
+    ("MTP is slower; I benchmarked it at temperature 0.8", True),
+    # greedy, or a temperature of the traffic rather than of the benchmark
+    ("acceptance rate is low in the benchmark at temperature 0", False),
+    ("acceptance rate is low with temperature 1.0 in production", False),
+])
+def test_a_hot_temperature_said_of_the_benchmark(text, named):
+    assert ("sampling" in _named(text)) is named, text

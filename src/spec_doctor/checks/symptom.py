@@ -170,9 +170,18 @@ def _k_large(s: _Setup) -> Evidence | None:
     return None
 
 
+def _what_it_saw(s: _Setup) -> str:
+    """The complaint's text less the phrases that describe how it measured (benchmarks.toml pitfalls it names):
+    "end-to-end latency including prefill" says what the figure holds, not that the prefill got worse."""
+    text = str(s.complaint.get("text") or "")
+    for _, phrase in (s.facts.get("observed.bench") or {}).get("named") or ():
+        text = text.replace(phrase, " ")
+    return text
+
+
 def _first_token_worse(s: _Setup) -> Evidence | None:
     cls = symptom_classes()["latency"]
-    text = str(s.complaint.get("text") or "")
+    text = _what_it_saw(s)
     if matches(text, cls.first_token_patterns) and matches(text, cls.worse_patterns):
         return Evidence("--symptom", "the complaint is that the time to the first token (prefill) got worse")
     return None
