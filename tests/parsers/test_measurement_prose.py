@@ -77,23 +77,19 @@ def test_no_metric_mismatch_without_a_disputed_figure(text):
     assert "metric-mismatch" not in classify(text).classes, text
 
 
-@pytest.mark.parametrize("text, named", [
-    ("TPOT is worse with MTP; I measured end-to-end latency including prefill", True),
-    ("EAGLE-3 is slower: tokens/s over the total request time dropped from 50 to 40", True),
-    # the end-to-end latency judged as such, and tokens/s from the benchmark's own figure
-    ("end-to-end latency is 2x higher with eagle at long prompts", False),
-    ("output throughput dropped from 50 tokens/s to 40 tokens/s with MTP", False),
+@pytest.mark.parametrize("pitfall, text, named", [
+    # a per-token speed from the whole request time, prefill included
+    ("e2e-per-token", "TPOT is worse with MTP; I measured end-to-end latency including prefill", True),
+    ("e2e-per-token", "EAGLE-3 is slower: tokens/s over the total request time dropped from 50 to 40", True),
+    # ... not the end-to-end latency judged as such, nor tokens/s from the benchmark's own figure
+    ("e2e-per-token", "end-to-end latency is 2x higher with eagle at long prompts", False),
+    ("e2e-per-token", "output throughput dropped from 50 tokens/s to 40 tokens/s with MTP", False),
+    # a hot temperature said of the benchmark
+    ("sampling", "acceptance rate is low with eagle3, measured with temperature 1.0 in the benchmark", True),
+    ("sampling", "MTP is slower; I benchmarked it at temperature 0.8", True),
+    # ... not greedy, nor a temperature of the traffic rather than of the benchmark
+    ("sampling", "acceptance rate is low in the benchmark at temperature 0", False),
+    ("sampling", "acceptance rate is low with temperature 1.0 in production", False),
 ])
-def test_a_per_token_speed_from_the_whole_request_time(text, named):
-    assert ("e2e-per-token" in _named(text)) is named, text
-
-
-@pytest.mark.parametrize("text, named", [
-    ("acceptance rate is low with eagle3, measured with temperature 1.0 in the benchmark", True),
-    ("MTP is slower; I benchmarked it at temperature 0.8", True),
-    # greedy, or a temperature of the traffic rather than of the benchmark
-    ("acceptance rate is low in the benchmark at temperature 0", False),
-    ("acceptance rate is low with temperature 1.0 in production", False),
-])
-def test_a_hot_temperature_said_of_the_benchmark(text, named):
-    assert ("sampling" in _named(text)) is named, text
+def test_a_reading_named_only_where_the_words_describe_the_measurement(pitfall, text, named):
+    assert (pitfall in _named(text)) is named, text
