@@ -240,3 +240,52 @@ def test_a_finding_that_a_fact_is_unknown_never_absorbs_the_complaint():
     ids = {f.id: f for f in merged}
     assert "symptom.startup" in ids and ids["config.method.version-unknown"].severity is Severity.INFO
     assert not any(e.source == "--symptom" for e in ids["config.method.version-unknown"].evidence)
+
+
+# -- the measurement as the complaint describes it ------------------------------------------------------------
+
+def _with_bench(text, cmd=""):
+    """The differential with the benchmark fact as collectors/observed.py builds it: runs from a command, pitfalls
+    the complaint's words name."""
+    from spec_doctor.knowledge.benchmarks import named_pitfalls
+    from spec_doctor.parsers.bench import runs_in_text
+
+    complaint = symptom_complaint(FactStore(Inputs(symptoms=(text,)), providers={}))
+    bench = {"runs": runs_in_text(cmd, "--cmd") if cmd else [], "results": [],
+             "named": [(p.id, phrase) for p, phrase in named_pitfalls(text)]}
+    facts = {"symptom.complaint": complaint, "config.deployment": _dep(), "observed.bench": bench}
+    return differential.fn(facts)
+
+
+def test_a_measurement_described_in_prose_is_measurement_quoted_and_weaker_than_a_shown_benchmark():
+    prose = _with_bench("EAGLE-3 is slower than without it; I benchmarked with the random dataset")
+    assert [f.category.value for f in prose] == ["measurement"]
+    quoted = [e for e in prose[0].evidence if e.source.startswith("--symptom (how the complaint says it measured)")]
+    assert quoted and "random dataset" in quoted[0].detail
+    shown = _with_bench("EAGLE-3 is slower than without it",
+                        cmd="vllm bench serve --model m --dataset-name random --num-prompts 500")
+    assert [f.category.value for f in shown] == ["measurement"]
+    assert prose[0].confidence < shown[0].confidence
+    # the same complaint with no word about how it measured keeps the class's usual cause
+    assert [f.category.value for f in _with_bench("EAGLE-3 is slower than without it")] == ["spec-overhead"]
+
+
+def test_a_benchmark_merely_mentioned_is_no_measurement_finding():
+    for text in ("we ran vllm bench serve with sharegpt and EAGLE-3 is 1.8x faster, works fine",
+                 "EAGLE-3 is slower than without it, measured with vllm bench serve on sharegpt at concurrency 1"):
+        assert all(f.category.value != "measurement" for f in _with_bench(text)), text
+
+
+def test_a_disputed_figure_is_measurement():
+    out = _with_bench("the acceptance length reported by vllm bench serve disagrees with the server log")
+    assert [f.category.value for f in out] == ["measurement"] and out[0].id == "symptom.metric-mismatch"
+    # a rate said to change with K is the rate's definition: the rule names the pitfall
+    out = _with_bench("the acceptance rate changes based on the number of spec tokens, which is not expected")
+    assert out[0].category.value == "measurement" and "bench-flawed" in out[0].data["rules"]
+
+
+def test_prefill_named_as_part_of_the_measurement_is_no_first_token_complaint():
+    described = _with_bench("MTP is slower than without; I measured the end-to-end latency including prefill")
+    assert {f.category.value for f in described} == {"measurement"}
+    # the first token said to get worse is still the first token's
+    assert "engine-bug" in {f.category.value for f in _with_bench("TTFT doubled with MTP, the prefill is slower")}

@@ -18,7 +18,7 @@ SYMPTOMS_FILE = "symptoms.toml"
 # The symptom classes of the contract (SYMPTOM.md), in the order the report names them.
 CLASSES = ("crash", "startup", "memory", "slowdown", "latency", "low-acceptance", "zero-acceptance",
            "wrong-output", "hang", "no-metrics", "preemption", "unsupported", "ignored-setting", "larger-k-worse",
-           "cuda-graphs")
+           "cuda-graphs", "metric-mismatch")
 STAGES = ("startup", "serving")
 
 
