@@ -18,7 +18,7 @@ def test_every_row_has_a_source_a_pattern_and_a_unique_id() -> None:
 
 def test_every_argument_is_one_a_check_reads() -> None:
     read = {a for name in ("tp_min", "pp_min", "dp_min", "cuda_graphs", "kv_cache_dtype", "prefix_caching", "device")
-            for a in kb._COND_ARGS[name](None)}  # the conditions that read one fixed argument
+            for a in kb._COND_ARGS[name]}  # the conditions that read one fixed argument
     read |= {"quantization", "kv_transfer_config", "async_scheduling", "enable_lora", "enable_chunked_prefill",
              "reasoning_parser"}  # the `quantized` condition and release_bugs.toml's flags_set rows
     read |= {key for key, *_ in _NAMED_COMBOS}

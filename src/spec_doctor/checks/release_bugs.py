@@ -20,6 +20,7 @@ from spec_doctor.knowledge.crashes import classify
 from spec_doctor.knowledge.data import threshold
 from spec_doctor.knowledge.observed import judge_acceptance
 from spec_doctor.knowledge.release_bugs import (
+    ADVISORY_TITLE,
     ANY,
     Deployment,
     KnownBug,
@@ -31,7 +32,7 @@ from spec_doctor.knowledge.release_bugs import (
     match,
     release_span,
 )
-from spec_doctor.knowledge.symptoms import complaint_classes
+from spec_doctor.knowledge.symptoms import complaint_classes, complaint_stage
 
 _SOURCES = ["https://github.com/vllm-project/vllm/releases", "https://pypi.org/simple/vllm/"]
 _WANTS = ["config.deployment", "logs.events", "logs.acceptance", "metrics.deltas", "observed.figures",
@@ -296,12 +297,6 @@ def _data(m: Match, cover: str, matched: str | None) -> dict[str, Any]:
     return out
 
 
-def _complaint_stage(facts: Mapping[str, Any]) -> str | None:
-    """When the user's complaint says it happened (fact symptom.complaint: startup, serving or None)."""
-    c = facts.get("symptom.complaint")
-    return str(c.get("stage")) if isinstance(c, Mapping) and c.get("stage") else None
-
-
 def complaint_fits(bug: KnownBug, classes: frozenset[str]) -> bool:
     """The complaint names the row's symptom: the same class; zero acceptance is also the extreme of a row's low
     acceptance; "not supported" is also a crash row of an unsupported combination (vLLM refusing the config)."""
@@ -417,7 +412,7 @@ def symptom(facts: Mapping[str, Any]) -> list[Finding]:
     if classes and not _healthy(facts, d):
         shown = {f.data["symptom"] for f in out}
         quoted = list(facts.get("symptom.errors") or [])
-        rows = [(m, c) for m, c in _complaint_rows(unseen, classes, quoted, _complaint_stage(facts))
+        rows = [(m, c) for m, c in _complaint_rows(unseen, classes, quoted, complaint_stage(facts))
                 if m.bug.symptom not in shown]
         if SPECULATION in d.said_phrases:
             # speculation known from the complaint's words alone: a row needs every condition it has met (shown or
@@ -443,7 +438,7 @@ def release(facts: Mapping[str, Any]) -> list[Finding]:
     ver, d, cands = found
     if _healthy(facts, d):
         return []
-    named = {m.bug.id for m, _ in _complaint_rows(cands, complaint_classes(facts), stage=_complaint_stage(facts))}
+    named = {m.bug.id for m, _ in _complaint_rows(cands, complaint_classes(facts), stage=complaint_stage(facts))}
     out = []
     # The notes combine into one (report/merge.py: one finding per category), led by the first of equal score: the
     # row whose conditions the deployment shows most leads, not a row that only names the method (stable: table order).
@@ -457,7 +452,7 @@ def release(facts: Mapping[str, Any]) -> list[Finding]:
         # Nothing shows the bug happening: the note is about the release (its fix is an upgrade), not a fault of the
         # run -- env-version ("a known regression" of the installed release), whatever the bug's own category.
         out.append(Finding("releasebugs.release.note", Category.ENV_VERSION, Severity.INFO, round(conf, 3),
-                           f"Known bug in your release for this configuration: {bug.title} (fixed in {bug.fixed_in})",
+                           f"{ADVISORY_TITLE}: {bug.title} (fixed in {bug.fixed_in})",
                            tuple(_evidence(m, ver, cover, d)), _fix(bug, facts),
                            impact=f"may show as {bug.symptom.replace('-', ' ')}; nothing in the inputs shows it",
                            # an advisory (report/build.py): a note of the report, not a diagnosis, unless a complaint

@@ -48,6 +48,10 @@ _NEVER_HEALTHY = ("crash", "startup", "wrong-output", "hang", "memory")
 Condition = Callable[["_Setup"], Evidence | None]
 
 
+# The source of a benchmark pitfall read from the complaint's own words about how it measured.
+_MEASURED_IN_PROSE = "--symptom (how the complaint says it measured)"
+
+
 class _Setup:
     """What the fact store already knows about the deployment, read once for every condition."""
 
@@ -68,7 +72,8 @@ class _Setup:
         self.k, self.k_source, self.acceptance_source = run.k, run.k_source, run.acceptance_source
         # What the complaint's prose names (fact symptom.settings), where no input shows it: weaker facts, quoted.
         named = facts.get("symptom.settings") or {}
-        self.prose_sources: set[str] = set()
+        # (a benchmark pitfall named only in the complaint's words is such a fact too: _bench_flawed)
+        self.prose_sources: set[str] = {_MEASURED_IN_PROSE}
         if self.method is None and named.get("method"):
             self.method = str(named["method"])
             self.method_source = f"--symptom (the complaint names {self.method})"
@@ -260,10 +265,6 @@ def _request_params(s: _Setup) -> Evidence | None:
     return None
 
 
-# The source of a benchmark pitfall read from the complaint's own words about how it measured.
-_MEASURED_IN_PROSE = "--symptom (how the complaint says it measured)"
-
-
 def _bench_flawed(s: _Setup) -> Evidence | None:
     """The benchmark behind the complaint cannot carry its verdict: its invocation shows a pitfall of
     knowledge/data/benchmarks.toml (random-token prompts, --ignore-eos, few prompts, no warm-up, two runs of different
@@ -286,7 +287,6 @@ def _bench_flawed(s: _Setup) -> Evidence | None:
         p = pitfall(pid)
         if pid != "sampling" and (not p.needs or classes & set(p.needs)):
             # the complaint's description of how it measured, not the benchmark itself: a weaker fact (half the gain)
-            s.prose_sources.add(_MEASURED_IN_PROSE)
             return Evidence(_MEASURED_IN_PROSE, f"{p.title}: \"{clip(phrase, 120)}\"")
     return None
 

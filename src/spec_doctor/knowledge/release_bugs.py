@@ -58,6 +58,10 @@ def normalize_method(method: str | None) -> str | None:
     return m
 
 
+# How an advisory (a known bug of the release that nothing in the inputs shows, checks/release_bugs.py release) begins
+# its title; report/build.py says it once when it lists several.
+ADVISORY_TITLE = "Known bug in your release for this configuration"
+
 # A row title that places the crash before serving: loading, initialisation, start-up, a refusal at start.
 _STARTUP_TITLE = re.compile(r"\b(?:fails? (?:to (?:load|initiali[sz]e|start)|at (?:start-?up|engine initiali[sz]ation))"
                             r"|refused at start-?up|at start-?up|weight loading|weights? fail to load|fail to load"
@@ -373,13 +377,15 @@ def describe_condition(name: str, want: Any) -> str:
     return str(fn(want)) if fn else name
 
 
-# The engine arguments a condition reads (the prose of a complaint shows a condition only when it names all of them).
-_COND_ARGS: dict[str, Any] = {
-    "tp_min": lambda w: ("tensor_parallel_size",), "pp_min": lambda w: ("pipeline_parallel_size",),
-    "dp_min": lambda w: ("data_parallel_size",), "cuda_graphs": lambda w: ("enforce_eager",),
-    "kv_cache_dtype": lambda w: ("kv_cache_dtype",), "prefix_caching": lambda w: ("enable_prefix_caching",),
-    "device": lambda w: ("device",), "flags_set": lambda w: tuple(w), "flag_false": lambda w: (w,),
-    "flag_prefix": lambda w: tuple(dict(w)), "k_min": lambda w: ("k",),
+# The engine arguments a condition reads (the prose of a complaint shows a condition only when it names all of them):
+# fixed per condition, or named by the condition's own value.
+_COND_ARGS: dict[str, tuple[str, ...]] = {
+    "tp_min": ("tensor_parallel_size",), "pp_min": ("pipeline_parallel_size",), "dp_min": ("data_parallel_size",),
+    "cuda_graphs": ("enforce_eager",), "kv_cache_dtype": ("kv_cache_dtype",),
+    "prefix_caching": ("enable_prefix_caching",), "device": ("device",), "k_min": ("k",),
+}
+_COND_ARGS_OF_WANT: dict[str, Any] = {
+    "flags_set": tuple, "flag_false": lambda w: (w,), "flag_prefix": lambda w: tuple(dict(w)),
 }
 
 
@@ -396,7 +402,7 @@ def _said(name: str, want: Any, d: Deployment) -> str | None:
     if name == "quantized":
         keys: tuple[str, ...] = tuple(k for k in ("quantization", "kv_cache_dtype") if k in d.said_phrases)
         return d.said_phrases[keys[0]] if keys and said.quantized and bool(want) else None
-    keys = _COND_ARGS[name](want) if name in _COND_ARGS else ()
+    keys = _COND_ARGS.get(name) or (_COND_ARGS_OF_WANT[name](want) if name in _COND_ARGS_OF_WANT else ())
     if not keys or not all(k in d.said_phrases for k in keys):
         return None
     if not _cond(name, want, said):

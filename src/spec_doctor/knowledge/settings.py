@@ -23,14 +23,18 @@ class Setting:
     patterns: tuple[re.Pattern[str], ...]
     source: str
     number: bool = False
-    family: bool = False  # the phrase names a model family, not an argument
+
+    @property
+    def family(self) -> bool:
+        """The phrase names a model family, not an engine argument (settings.toml `family = true`, no `arg`)."""
+        return self.arg is None
 
 
 @functools.cache
 def settings() -> tuple[Setting, ...]:
     return tuple(Setting(id=r["id"], arg=r.get("arg"), value=r["value"],
                          patterns=tuple(compile_pattern(p) for p in r["patterns"]), source=r["source"],
-                         number=bool(r.get("number", False)), family=bool(r.get("family", False)))
+                         number=bool(r.get("number", False)))
                  for r in load(SETTINGS_FILE)["setting"])
 
 

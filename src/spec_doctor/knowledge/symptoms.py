@@ -178,3 +178,10 @@ def complaint_classes(facts: Mapping[str, Any]) -> frozenset[str]:
     """The classes of the user's complaint (fact symptom.complaint; SYMPTOM.md), empty when none was given."""
     c = facts.get("symptom.complaint")
     return frozenset(c.get("classes") or ()) if isinstance(c, Mapping) else frozenset()
+
+
+def complaint_stage(facts: Mapping[str, Any]) -> str | None:
+    """When the user's complaint says it happened (fact symptom.complaint: startup, serving), None when it does not
+    say or none was given."""
+    c = facts.get("symptom.complaint")
+    return str(c["stage"]) if isinstance(c, Mapping) and c.get("stage") else None

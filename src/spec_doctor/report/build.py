@@ -13,6 +13,7 @@ from spec_doctor.engine.inputs import Inputs
 from spec_doctor.engine.model import Finding, clip
 from spec_doctor.engine.ranking import rank, verdict
 from spec_doctor.engine.session import Diagnosis
+from spec_doctor.knowledge.release_bugs import ADVISORY_TITLE
 from spec_doctor.report.fixes import keep_user_settings
 from spec_doctor.report.gating import apply_gates
 from spec_doctor.report.merge import merge_findings
@@ -29,7 +30,7 @@ def gate(diag: Diagnosis, ignores: Any = (), baseline: Any = None) -> None:
     spec_raw = getattr(getattr(dep, "speculative", None), "raw", None) or None
     kept = keep_user_settings(merge_findings(result.kept), diag.inputs.cmd, spec_raw)
     advisories = [f for f in kept if standalone_advisory(f)]
-    kept = [f for f in kept if not standalone_advisory(f)]
+    kept = [f for f in kept if f not in advisories]
     diag.suppressed = result.suppressed
     diag.advisories = advisories
     diag.notes = diag.input_notes() + result.notes + complaint_notes(diag.store) + advisory_notes(advisories)
@@ -53,16 +54,12 @@ def advisory_notes(advisories: list[Finding]) -> list[str]:
     out = []
     for f in advisories:
         titles = [f.title, *(str(m.get("title")) for m in f.data.get("merged") or [])]
-        what = [t.split(": ", 1)[1] if t.startswith(_ADVISORY_TITLE) else t for t in dict.fromkeys(titles)]
+        what = [t.split(": ", 1)[1] if t.startswith(ADVISORY_TITLE) else t for t in dict.fromkeys(titles)]
         fix = f.fix.commands[0] if f.fix is not None and f.fix.commands else ""
         out.append(f"advisory, not a diagnosis: known bug{'s' if len(what) > 1 else ''} of your vLLM release for this "
                    f"configuration that nothing in the inputs shows happening: {'; '.join(what)}"
                    + (f" (the first: {fix})" if fix and len(what) > 1 else f" ({fix})" if fix else ""))
     return out
-
-
-# how checks/release_bugs.py titles an advisory (the note says it once)
-_ADVISORY_TITLE = "Known bug in your release for this configuration"
 
 
 def complaint_notes(store: FactStore) -> list[str]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from spec_doctor.engine.model import SERVING, STARTUP, Category, Finding, Severity
 from spec_doctor.knowledge.data import load
+from spec_doctor.knowledge.symptoms import stage_patterns
 
 
 def _table() -> dict[str, Any]:
@@ -218,8 +219,6 @@ def _told_served(complaints: Iterable[Finding]) -> Finding | None:
     """A complaint about what only a running server shows (knowledge/data/symptoms.toml [stage] serving_classes: a
     slowdown, latency, acceptance figures, output, preemption), which the user could only have seen if the server
     started and served; None when no complaint says so."""
-    from spec_doctor.knowledge.symptoms import stage_patterns
-
     serving = stage_patterns()[2]
     return next((s for s in complaints if s.data.get("stage") == SERVING
                  and serving & set(s.data.get("classes") or ())), None)
